@@ -1,0 +1,114 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Effort is the requested reasoning effort. EffortOff disables thinking.
+type Effort string
+
+const (
+	EffortOff  Effort = "off"
+	EffortLow  Effort = "low"
+	EffortHigh Effort = "high"
+	EffortMax  Effort = "max"
+)
+
+// Purpose marks requests that are not conversation turns.
+type Purpose string
+
+const (
+	PurposeTurn       Purpose = ""
+	PurposeCompaction Purpose = "compaction"
+	PurposeTitle      Purpose = "session-title"
+)
+
+// ToolSchema is what the model sees of a tool.
+type ToolSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// CallConfig is the part of a request the agent/request hook may change.
+type CallConfig struct {
+	Provider        string   `json:"provider"`
+	Model           string   `json:"model"`
+	ReasoningEffort Effort   `json:"reasoningEffort,omitempty"`
+	Temperature     *float64 `json:"temperature,omitempty"`
+	MaxTokens       int      `json:"maxTokens,omitempty"`
+	Stop            []string `json:"stop,omitempty"`
+}
+
+// Request is one model call.
+type Request struct {
+	CallConfig
+	System    string
+	Tools     []ToolSchema
+	Messages  []Message
+	SessionID string
+	Purpose   Purpose
+}
+
+// Emit receives stream chunks in order. Returning an error stops the stream;
+// the provider returns that error.
+type Emit func(Chunk) error
+
+// Provider is one configured model route (DeepSeek, an OpenAI-compatible
+// server, the offline demo). Stream makes exactly one HTTP request, emits the
+// response's chunks in order and returns nil after a finish chunk, or a
+// *Failure (without emitting finish) when the call failed. Retries live in the
+// driver, which applies RetryPolicy.
+type Provider interface {
+	Info() ProviderInfo
+	Stream(ctx context.Context, req Request, emit Emit) error
+}
+
+// ProviderInfo describes a route: its name in requests, what to show users,
+// its models and the retry policy the driver applies to its failures.
+type ProviderInfo struct {
+	Name         string      `json:"name"`
+	Label        string      `json:"label"`
+	Offline      bool        `json:"offline,omitempty"` // the embedded demo model
+	DefaultModel string      `json:"defaultModel"`
+	Models       []ModelInfo `json:"models"`
+	Retry        RetryPolicy `json:"-"`
+}
+
+// Model returns the metadata for id; unknown ids pass through with the
+// route's defaults from its first catalog entry.
+func (p ProviderInfo) Model(id string) ModelInfo {
+	for _, m := range p.Models {
+		if m.ID == id {
+			return m
+		}
+	}
+	var base ModelInfo
+	if len(p.Models) > 0 {
+		base = p.Models[0]
+	}
+	base.ID, base.Label = id, id
+	return base
+}
+
+// ModelInfo is advisory catalog metadata for one model id.
+type ModelInfo struct {
+	ID               string   `json:"id"`
+	Label            string   `json:"label"`
+	ContextWindow    int64    `json:"contextWindow,omitempty"`
+	DefaultMaxTokens int      `json:"defaultMaxTokens,omitempty"`
+	Efforts          []Effort `json:"efforts,omitempty"`
+	DefaultEffort    Effort   `json:"defaultEffort,omitempty"`
+}
+
+// RetryPolicy is the provider-owned retry rule the driver applies on
+// agent/request-error.
+type RetryPolicy struct {
+	MaxRetries     int
+	RetryableCodes []Code
+	InitialDelay   time.Duration
+	MaxDelay       time.Duration
+	JitterRatio    float64
+}

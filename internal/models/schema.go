@@ -1,0 +1,125 @@
+// Package models holds the GORM models and the Store: sessions, their event
+// logs (with the batched writer), users, login sessions, API tokens, members,
+// share links and settings. SQLite is the embedded default; the same code runs
+// on PostgreSQL.
+package models
+
+import "time"
+
+// User is an account. PasswordHash is empty for a user who cannot log in yet.
+type User struct {
+	ID           string `gorm:"primaryKey;size:36"`
+	Name         string `gorm:"uniqueIndex;size:64;not null"`
+	DisplayName  string `gorm:"size:128"`
+	PasswordHash string `gorm:"size:255"`
+	Role         string `gorm:"size:16;not null;default:user"` // admin | user
+	Disabled     bool   `gorm:"not null;default:false"`
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// LoginSession is a browser login. ID is the SHA-256 of the cookie value, so
+// a database leak does not leak live cookies.
+type LoginSession struct {
+	ID         string `gorm:"primaryKey;size:64"`
+	UserID     string `gorm:"index;size:36;not null"`
+	CSRFToken  string `gorm:"size:64;not null"`
+	IP         string `gorm:"size:64"`
+	UserAgent  string `gorm:"size:255"`
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time `gorm:"index"`
+}
+
+// APIToken is a bearer token for scripts; only its hash is stored.
+type APIToken struct {
+	ID         string `gorm:"primaryKey;size:36"`
+	UserID     string `gorm:"index;size:36;not null"`
+	Name       string `gorm:"size:128"`
+	Hash       string `gorm:"uniqueIndex;size:64;not null"`
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// Session is a conversation's metadata; its log lives in events.
+type Session struct {
+	ID        string `gorm:"primaryKey;size:36"`
+	OwnerID   string `gorm:"index:idx_sessions_owner_updated,priority:1;size:36;not null"`
+	Title     string `gorm:"size:255"`
+	Workspace string `gorm:"size:1024"` // absolute workspace directory
+	Provider  string `gorm:"size:64"`
+	Model     string `gorm:"size:128"`
+	Mode      string `gorm:"size:16"` // permission mode
+	ParentID  string `gorm:"index;size:36"`
+	ForkSeq   int64  // boundary seq in the parent, when forked
+	// SeedLength is session.Header.SeedLength.
+	SeedLength int64
+	Archived   bool `gorm:"not null;default:false"`
+	// Head is the last stored seq (-1 when the log is empty), maintained by
+	// the batched writer.
+	Head int64 `gorm:"not null;default:-1"`
+	// PendingInbox counts acknowledged queue items not yet claimed; sessions
+	// with pending items are loaded and run at server start.
+	PendingInbox int `gorm:"not null;default:0"`
+	CreatedAt    time.Time
+	UpdatedAt    time.Time `gorm:"index:idx_sessions_owner_updated,priority:2"`
+}
+
+// Event is one stored log event. Body is the event's full JSON encoding
+// (session.Event), so replay sends it without re-encoding.
+type Event struct {
+	SessionID string `gorm:"primaryKey;size:36"`
+	Seq       int64  `gorm:"primaryKey;autoIncrement:false"`
+	Time      int64  `gorm:"not null"`
+	Type      string `gorm:"size:64;not null"`
+	Body      []byte `gorm:"not null"`
+}
+
+// Member grants a user a role on a session other than its owner.
+type Member struct {
+	SessionID string `gorm:"primaryKey;size:36"`
+	UserID    string `gorm:"primaryKey;size:36;index"`
+	Role      string `gorm:"size:16;not null"` // collaborator | viewer
+	CreatedAt time.Time
+}
+
+// ShareLink is a read-only live transcript link; only the token's hash is
+// stored.
+type ShareLink struct {
+	ID        string `gorm:"primaryKey;size:36"`
+	SessionID string `gorm:"index;size:36;not null"`
+	TokenHash string `gorm:"uniqueIndex;size:64;not null"`
+	CreatedBy string `gorm:"size:36"`
+	CreatedAt time.Time
+	ExpiresAt *time.Time
+	RevokedAt *time.Time
+}
+
+// Setting is one server-wide setting (JSON value).
+type Setting struct {
+	Key       string `gorm:"primaryKey;size:128"`
+	Value     string `gorm:"type:text"`
+	UpdatedAt time.Time
+}
+
+// ProviderConfig is an admin-configured model route. APIKey is write-only:
+// it is never returned to a browser.
+type ProviderConfig struct {
+	Name         string `gorm:"primaryKey;size:64"`
+	Kind         string `gorm:"size:16;not null"` // deepseek | openai
+	BaseURL      string `gorm:"size:512"`
+	APIKey       string `gorm:"size:512"`
+	DefaultModel string `gorm:"size:128"`
+	Models       string `gorm:"type:text"` // JSON array of model ids
+	Enabled      bool   `gorm:"not null;default:true"`
+	UpdatedAt    time.Time
+}
+
+// AllModels lists every table, in migration order.
+func AllModels() []any {
+	return []any{
+		&User{}, &LoginSession{}, &APIToken{}, &Session{}, &Event{},
+		&Member{}, &ShareLink{}, &Setting{}, &ProviderConfig{},
+	}
+}
