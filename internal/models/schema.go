@@ -74,6 +74,10 @@ type Event struct {
 	Time      int64  `gorm:"not null"`
 	Type      string `gorm:"size:64;not null"`
 	Body      []byte `gorm:"not null"`
+	// SearchText is the lower-cased text of a person's or the model's
+	// message (empty for every other event), so session search does not
+	// have to decode JSON bodies.
+	SearchText string `gorm:"type:text;not null;default:''"`
 }
 
 // Member grants a user a role on a session other than its owner.

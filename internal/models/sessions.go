@@ -1,0 +1,230 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+)
+
+// updatableSessionFields are the columns UpdateSession accepts. head is the
+// writer's; id, owner_id and created_at never change.
+var updatableSessionFields = map[string]bool{
+	"title": true, "workspace": true, "provider": true, "model": true, "mode": true,
+	"archived": true, "pending_inbox": true, "parent_id": true, "fork_seq": true,
+	"seed_length": true, "updated_at": true,
+}
+
+// CreateSession inserts a session row with an empty log (head -1). An empty
+// ID gets a new UUID; timestamps default to now.
+func (s *Store) CreateSession(ctx context.Context, sess *Session) error {
+	if sess.OwnerID == "" {
+		return errors.New("create session: empty owner")
+	}
+	if sess.ID == "" {
+		sess.ID = uuid.NewString()
+	}
+	sess.Head = -1
+	if sess.CreatedAt.IsZero() {
+		sess.CreatedAt = now()
+	}
+	sess.CreatedAt = sess.CreatedAt.UTC().Truncate(time.Microsecond)
+	if sess.UpdatedAt.IsZero() {
+		sess.UpdatedAt = sess.CreatedAt
+	}
+	sess.UpdatedAt = sess.UpdatedAt.UTC().Truncate(time.Microsecond)
+	err := s.DB.W.WithContext(ctx).Create(sess).Error
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return fmt.Errorf("create session %s: %w", sess.ID, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// GetSession reads one session row.
+func (s *Store) GetSession(ctx context.Context, id string) (*Session, error) {
+	var sess Session
+	err := s.DB.R.WithContext(ctx).Where("id = ?", id).Take(&sess).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session %s: %w", id, err)
+	}
+	return &sess, nil
+}
+
+// UpdateSession sets the given columns (title, archived, mode, provider,
+// model, pending_inbox, workspace, parent_id, fork_seq, seed_length) and
+// bumps updated_at unless it is given.
+func (s *Store) UpdateSession(ctx context.Context, id string, fields map[string]any) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	set := maps.Clone(fields)
+	for k := range set {
+		if !updatableSessionFields[k] {
+			return fmt.Errorf("update session %s: field %q cannot be updated", id, k)
+		}
+	}
+	if t, ok := set["updated_at"].(time.Time); ok {
+		set["updated_at"] = t.UTC().Truncate(time.Microsecond)
+	} else {
+		set["updated_at"] = now()
+	}
+	res := s.DB.W.WithContext(ctx).Model(&Session{}).Where("id = ?", id).Updates(set)
+	if res.Error != nil {
+		return fmt.Errorf("update session %s: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteSession deletes the session row, its events, members and share
+// links in one transaction, and drops events still queued for it.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	err := s.DB.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// The session row goes first: on PostgreSQL this waits for a batch
+		// that holds the row, so that batch's events are deleted below; a
+		// batch that comes later finds no row and is refused.
+		res := tx.Where("id = ?", id).Delete(&Session{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		for _, m := range []any{&Event{}, &Member{}, &ShareLink{}} {
+			if err := tx.Where("session_id = ?", id).Delete(m).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if s.W != nil {
+		s.W.Forget(id)
+	}
+	return nil
+}
+
+// ListQuery selects sessions for ListSessions.
+type ListQuery struct {
+	OwnerID       string // required unless All
+	IncludeShared bool   // also sessions where OwnerID is a member
+	All           bool   // every session (admin)
+	// Query is a case-insensitive search in titles and in the text of
+	// people's and the model's messages.
+	Query    string
+	Archived *bool // nil: both
+	Limit    int   // default 50, at most 500
+	Before   *Cursor
+}
+
+// Cursor is a keyset position in the (updated_at desc, id desc) order.
+type Cursor struct {
+	UpdatedAt time.Time `json:"updatedAt"`
+	ID        string    `json:"id"`
+}
+
+const (
+	defaultListLimit = 50
+	maxListLimit     = 500
+)
+
+// ListSessions returns sessions newest first (updated_at desc, id desc) and
+// the cursor of the next page, nil on the last page.
+func (s *Store) ListSessions(ctx context.Context, q ListQuery) ([]Session, *Cursor, error) {
+	if !q.All && q.OwnerID == "" {
+		return nil, nil, errors.New("list sessions: empty owner")
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+
+	db := s.DB.R.WithContext(ctx).Model(&Session{})
+	if !q.All {
+		if q.IncludeShared {
+			db = db.Where("(owner_id = ? OR id IN (SELECT session_id FROM members WHERE user_id = ?))", q.OwnerID, q.OwnerID)
+		} else {
+			db = db.Where("owner_id = ?", q.OwnerID)
+		}
+	}
+	if q.Archived != nil {
+		db = db.Where("archived = ?", *q.Archived)
+	}
+	if text := strings.TrimSpace(q.Query); text != "" {
+		pat := "%" + escapeLike(strings.ToLower(text)) + "%"
+		like := "LIKE"
+		if s.pg() {
+			like = "ILIKE"
+		}
+		db = db.Where(`(title `+like+` ? ESCAPE '\' OR EXISTS (SELECT 1 FROM events WHERE events.session_id = sessions.id AND `+
+			boundaryFilter+` AND type IN ('user/message','assistant/message') AND search_text LIKE ? ESCAPE '\'))`, pat, pat)
+	}
+	if c := q.Before; c != nil {
+		t := c.UpdatedAt.UTC()
+		db = db.Where("(updated_at < ? OR (updated_at = ? AND id < ?))", t, t, c.ID)
+	}
+	var rows []Session
+	if err := db.Order("updated_at DESC, id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var next *Cursor
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = &Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
+	}
+	return rows, next, nil
+}
+
+// escapeLike escapes LIKE wildcards for ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// SessionsWithPendingInbox lists sessions with queued inbox items, oldest
+// activity first (they are resumed at server start).
+func (s *Store) SessionsWithPendingInbox(ctx context.Context) ([]Session, error) {
+	var rows []Session
+	err := s.DB.R.WithContext(ctx).Where("pending_inbox > 0").Order("updated_at, id").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("sessions with pending inbox: %w", err)
+	}
+	return rows, nil
+}
+
+// Head returns the last stored seq of a session (-1 when its log is empty).
+func (s *Store) Head(ctx context.Context, id string) (int64, error) {
+	var head int64
+	err := s.DB.r.QueryRowContext(ctx, s.q("SELECT head FROM sessions WHERE id = ?"), id).Scan(&head)
+	if err != nil {
+		return 0, s.lookupErr("head of session", id, err)
+	}
+	return head, nil
+}
+
+// lookupErr wraps a single-row lookup error, mapping no rows to ErrNotFound.
+func (s *Store) lookupErr(what, id string, err error) error {
+	if isNoRows(err) {
+		return fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	return fmt.Errorf("%s %s: %w", what, id, err)
+}

@@ -1,0 +1,362 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"harness/internal/session"
+)
+
+// Writer errors.
+var (
+	ErrWriterClosed = errors.New("writer closed")
+	// ErrSeqMismatch is wrapped when a session's events do not continue its
+	// stored log: they are refused, never written out of order.
+	ErrSeqMismatch = errors.New("seq mismatch")
+)
+
+// WriterOptions tunes the batched writer. Zero values take the defaults.
+type WriterOptions struct {
+	// MaxDelay bounds how long an event waits before its batch is written
+	// (default 20ms; values above 50ms are capped).
+	MaxDelay time.Duration
+	// MaxBatch is the most events per transaction (default 2000).
+	MaxBatch int
+	// OnError is told about refused events and failed writes. It runs on
+	// the writer goroutine and must not block.
+	OnError func(sessionID string, err error)
+	// Retries is how many times a failed transaction is retried before its
+	// events are requeued and the error reported (default 3).
+	Retries int
+	// RetryBackoff is the first retry's wait, doubled per retry (default
+	// 10ms). After the retries the batch waits up to 1s before trying again.
+	RetryBackoff time.Duration
+}
+
+const (
+	defaultMaxDelay = 20 * time.Millisecond
+	maxMaxDelay     = 50 * time.Millisecond
+	defaultMaxBatch = 2000
+	maxCooldown     = time.Second
+)
+
+// WriterStats are counters since the writer started.
+type WriterStats struct {
+	Batches     uint64        `json:"batches"`     // committed transactions
+	Events      uint64        `json:"events"`      // committed events
+	LastBatch   int           `json:"lastBatch"`   // events in the last committed batch
+	Errors      uint64        `json:"errors"`      // failed batches (after retries) and refused session writes
+	Retries     uint64        `json:"retries"`     // transaction retries
+	Refused     uint64        `json:"refused"`     // events refused (seq mismatch, unknown session, bad event)
+	Pending     int           `json:"pending"`     // events waiting now
+	MeanLatency time.Duration `json:"meanLatency"` // mean Enqueue-to-commit time of committed events
+}
+
+// Writer is the batched writer (group commit): one goroutine gathers the
+// events of every session and writes them in one transaction per batch.
+//
+// Per session it keeps the next expected seq (read from the database the
+// first time the session is written); a batch that does not continue the
+// stored log is refused with ErrSeqMismatch, and inside the transaction the
+// head only moves if it still holds the expected value, so a concurrent
+// delete or a second writer is refused too. Refused events are dropped and
+// the refusal is sticky until Reset (the in-memory log must be reloaded). A
+// failed transaction is retried; if it keeps failing its events stay queued
+// and the error is reported until a later attempt succeeds.
+//
+// Every batch sets sessions.head and sessions.updated_at (the batch's commit
+// time) in the same statement, so an active session, even one only streaming
+// chunks, sorts first in ListSessions. Queues are unbounded: events are never
+// dropped for lack of room, even while the database is failing.
+type Writer struct {
+	log  *slog.Logger
+	db   *DB
+	opts WriterOptions
+
+	ctx  context.Context // cancelled when Close gives up
+	kill context.CancelFunc
+	wake chan struct{} // cap 1: new work or a flush request
+	done chan struct{} // closed when the goroutine exits
+
+	mu       sync.Mutex
+	sessions map[string]*sessState
+	order    []*sessState  // sessions with pending events, oldest first
+	npending int           // events queued, not yet taken by a batch
+	flushers int           // Flush calls waiting: write without waiting for MaxDelay
+	changed  chan struct{} // closed and replaced whenever a batch resolves
+	closing  bool
+	stats    WriterStats
+	latency  time.Duration // summed over committed events
+
+	tx txWriter // used only by the writer goroutine
+}
+
+// sessState is one session's queue and bookkeeping; guarded by Writer.mu.
+type sessState struct {
+	id       string
+	pending  []queued
+	queued   bool   // listed in Writer.order
+	enq      uint64 // events enqueued so far
+	resolved uint64 // events committed or refused so far (in order)
+	next     int64  // next expected seq, valid when known
+	known    bool
+	writeErr error // last failed write; cleared by a successful one
+	refused  error // sticky: the log and the database diverged
+}
+
+type queued struct {
+	ev session.Event
+	at time.Time
+}
+
+// NewWriter starts the writer goroutine; Close stops it.
+func NewWriter(log *slog.Logger, db *DB, opts WriterOptions) *Writer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = defaultMaxDelay
+	}
+	if opts.MaxDelay > maxMaxDelay {
+		opts.MaxDelay = maxMaxDelay
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = defaultMaxBatch
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 3
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = 10 * time.Millisecond
+	}
+	ctx, kill := context.WithCancel(context.Background())
+	w := &Writer{
+		log:      log,
+		db:       db,
+		opts:     opts,
+		ctx:      ctx,
+		kill:     kill,
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		sessions: map[string]*sessState{},
+		changed:  make(chan struct{}),
+		tx:       newTxWriter(db),
+	}
+	go w.run()
+	return w
+}
+
+// Enqueue queues one event of a session. It only appends to a slice and
+// signals the writer goroutine, so it can serve as session.Options.Sink.
+// Events of one session must be enqueued in seq order.
+func (w *Writer) Enqueue(sessionID string, ev session.Event) {
+	at := time.Now()
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		w.log.Error("event enqueued after the writer closed", "session", sessionID, "seq", ev.Seq)
+		w.report(sessionID, ErrWriterClosed)
+		return
+	}
+	st := w.state(sessionID)
+	st.enq++
+	st.pending = append(st.pending, queued{ev: ev, at: at})
+	if !st.queued {
+		st.queued = true
+		w.order = append(w.order, st)
+	}
+	w.npending++
+	signal := w.npending == 1 || w.npending == w.opts.MaxBatch
+	w.mu.Unlock()
+	if signal {
+		w.signal()
+	}
+}
+
+// Flush returns once every event enqueued for the session before the call is
+// committed; or the write's error (after retries) while they are still
+// queued; or the refusal error if the session's log no longer continues the
+// stored one (sticky until Reset); or ctx.Err().
+func (w *Writer) Flush(ctx context.Context, sessionID string) error {
+	w.mu.Lock()
+	st := w.sessions[sessionID]
+	if st == nil {
+		w.mu.Unlock()
+		return nil
+	}
+	return w.waitLocked(ctx, st, st.enq)
+}
+
+// FlushAll flushes every session with queued events.
+func (w *Writer) FlushAll(ctx context.Context) error {
+	type target struct {
+		st *sessState
+		n  uint64
+	}
+	w.mu.Lock()
+	var targets []target
+	for _, st := range w.sessions {
+		if st.resolved < st.enq {
+			targets = append(targets, target{st, st.enq})
+		}
+	}
+	w.mu.Unlock()
+	var errs []error
+	for _, t := range targets {
+		w.mu.Lock()
+		if err := w.waitLocked(ctx, t.st, t.n); err != nil {
+			errs = append(errs, fmt.Errorf("session %s: %w", t.st.id, err))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// waitLocked waits until st has resolved target events. It is called with
+// w.mu held and returns with it released.
+func (w *Writer) waitLocked(ctx context.Context, st *sessState, target uint64) error {
+	w.flushers++
+	defer func() {
+		w.flushers--
+		w.mu.Unlock()
+	}()
+	signalled := false
+	for {
+		switch {
+		case st.refused != nil:
+			return st.refused
+		case st.resolved >= target:
+			return nil
+		case st.writeErr != nil:
+			return st.writeErr
+		}
+		select {
+		case <-w.done:
+			return fmt.Errorf("flush session %s: %w", st.id, ErrWriterClosed)
+		default:
+		}
+		ch := w.changed
+		w.mu.Unlock()
+		if !signalled {
+			w.signal()
+			signalled = true
+		}
+		select {
+		case <-ch:
+		case <-w.done:
+		case <-ctx.Done():
+			w.mu.Lock()
+			return ctx.Err()
+		}
+		w.mu.Lock()
+	}
+}
+
+// Reset forgets the session's cached next seq and its refusal, after its
+// log was reloaded from the database. Queued events stay queued.
+func (w *Writer) Reset(sessionID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st := w.sessions[sessionID]; st != nil {
+		st.known = false
+		st.refused = nil
+	}
+}
+
+// Forget drops a deleted session's queued events and state. Waiting
+// flushes return ErrNotFound.
+func (w *Writer) Forget(sessionID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.sessions[sessionID]
+	if st == nil {
+		return
+	}
+	w.npending -= len(st.pending)
+	st.pending = nil
+	if st.queued {
+		st.queued = false
+		for i, o := range w.order {
+			if o == st {
+				w.order = append(w.order[:i:i], w.order[i+1:]...)
+				break
+			}
+		}
+	}
+	st.resolved = st.enq
+	st.refused = fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
+	delete(w.sessions, sessionID)
+	w.broadcastLocked()
+}
+
+// Close writes everything queued and stops the goroutine. If ctx ends first
+// the remaining events are abandoned and reported in the error.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	w.signal()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		w.kill()
+		<-w.done
+	}
+	w.kill()
+	w.mu.Lock()
+	left := w.npending
+	w.mu.Unlock()
+	if left > 0 {
+		err := ctx.Err()
+		if err == nil {
+			err = ErrWriterClosed
+		}
+		return fmt.Errorf("close writer: %d events not written: %w", left, err)
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the counters.
+func (w *Writer) Stats() WriterStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.stats
+	s.Pending = w.npending
+	if s.Events > 0 {
+		s.MeanLatency = w.latency / time.Duration(s.Events)
+	}
+	return s
+}
+
+func (w *Writer) state(id string) *sessState {
+	st := w.sessions[id]
+	if st == nil {
+		st = &sessState{id: id}
+		w.sessions[id] = st
+	}
+	return st
+}
+
+func (w *Writer) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Writer) broadcastLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+func (w *Writer) report(sessionID string, err error) {
+	if w.opts.OnError != nil {
+		w.opts.OnError(sessionID, err)
+	}
+}

@@ -1,0 +1,206 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"harness/internal/session"
+)
+
+// insertChunk is the most rows per INSERT statement: 6 columns × 500 rows
+// stays far below SQLite's (32766) and PostgreSQL's (65535) variable limits.
+const insertChunk = 500
+
+// eventRow is one encoded events row.
+type eventRow struct {
+	seq  int64
+	time int64
+	typ  string
+	body []byte
+	text string
+}
+
+// encodeRows encodes a part's events; the body is the JSON encoding of the
+// whole session.Event by session.MarshalEvent, which keeps Data's bytes (no
+// HTML escaping).
+func encodeRows(sessionID string, evs []queued) ([]eventRow, error) {
+	rows := make([]eventRow, len(evs))
+	for i, q := range evs {
+		body, err := session.MarshalEvent(q.ev)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", sessionID, err)
+		}
+		rows[i] = eventRow{seq: q.ev.Seq, time: q.ev.Time, typ: string(q.ev.Type), body: body, text: searchText(q.ev)}
+	}
+	return rows, nil
+}
+
+// txWriter runs the batch transactions with raw SQL on the writer pool; it
+// is used by the writer goroutine only.
+type txWriter struct {
+	w, r   *sql.DB
+	pg     bool
+	insert map[int]string // INSERT statement by row count
+	args   []any          // reused argument buffer
+}
+
+func newTxWriter(db *DB) txWriter {
+	return txWriter{w: db.w, r: db.r, pg: db.Driver == DriverPostgres, insert: map[int]string{}}
+}
+
+// heads reads the stored head of each session; missing sessions are absent
+// from the map.
+func (t *txWriter) heads(ctx context.Context, ids []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(ids))
+	for len(ids) > 0 {
+		n := min(len(ids), insertChunk)
+		chunk := ids[:n]
+		ids = ids[n:]
+		q := "SELECT id, head FROM sessions WHERE id IN (" + placeholders(t.pg, 1, len(chunk)) + ")"
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := t.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			var head int64
+			if err := rows.Scan(&id, &head); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = head
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// commit writes the parts in one transaction. Each session's head moves
+// only if it still equals the seq before the part (a guard against a
+// concurrent delete or another writer); parts whose guard fails are marked
+// stale and their rows skipped, the rest commit.
+func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (stale []bool, err error) {
+	tx, err := t.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	update := rebind(t.pg, `UPDATE sessions SET head = ?, updated_at = ? WHERE id = ? AND head = ?`)
+	stale = make([]bool, len(parts))
+	var rows []eventRowRef
+	for i, p := range parts {
+		first, last := p.rows[0].seq, p.rows[len(p.rows)-1].seq
+		res, err := tx.ExecContext(ctx, update, last, at, p.st.id, first-1)
+		if err != nil {
+			return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
+		}
+		if n == 0 {
+			stale[i] = true
+			continue
+		}
+		for j := range p.rows {
+			rows = append(rows, eventRowRef{p.st.id, &p.rows[j]})
+		}
+	}
+	for len(rows) > 0 {
+		n := min(len(rows), insertChunk)
+		if err := t.insertRows(ctx, tx, rows[:n]); err != nil {
+			return nil, err
+		}
+		rows = rows[n:]
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return stale, nil
+}
+
+type eventRowRef struct {
+	session string
+	row     *eventRow
+}
+
+func (t *txWriter) insertRows(ctx context.Context, tx *sql.Tx, rows []eventRowRef) error {
+	q, ok := t.insert[len(rows)]
+	if !ok {
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO events (session_id, seq, "time", "type", body, search_text) VALUES `)
+		for i := range rows {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteByte('(')
+			sb.WriteString(placeholders(t.pg, i*6+1, 6))
+			sb.WriteByte(')')
+		}
+		q = sb.String()
+		t.insert[len(rows)] = q
+	}
+	args := t.args[:0]
+	for _, r := range rows {
+		args = append(args, r.session, r.row.seq, r.row.time, r.row.typ, r.row.body, r.row.text)
+	}
+	t.args = args[:0]
+	_, err := tx.ExecContext(ctx, q, args...)
+	clear(args)
+	if err != nil {
+		return fmt.Errorf("insert events: %w", err)
+	}
+	return nil
+}
+
+// placeholders returns n comma-separated placeholders, numbered from first
+// on PostgreSQL.
+func placeholders(pg bool, first, n int) string {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		if pg {
+			fmt.Fprintf(&sb, "$%d", first+i)
+		} else {
+			sb.WriteByte('?')
+		}
+	}
+	return sb.String()
+}
+
+// rebind turns ? placeholders into $n on PostgreSQL. Queries passed here
+// contain no literal question marks.
+func rebind(pg bool, q string) string {
+	if !pg {
+		return q
+	}
+	var sb strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&sb, "$%d", n)
+			continue
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
