@@ -1,0 +1,227 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"harness/internal/llm"
+	"harness/internal/session"
+)
+
+// record is one observable event of a step, in the order it happened.
+type record struct {
+	Kind   string // "call", "commit", "emit", "approve", "ask"
+	CallID string
+	Seq    int64
+	Result Result
+	Type   session.Type
+	Data   any
+	At     time.Time
+}
+
+// recorder is shared by the fake Env and Sink so their events interleave in
+// one ordered list.
+type recorder struct {
+	mu   sync.Mutex
+	recs []record
+	seq  int64
+}
+
+func (r *recorder) add(rec record) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec.Seq = r.seq
+	rec.At = time.Now()
+	r.seq++
+	r.recs = append(r.recs, rec)
+	return rec.Seq
+}
+
+func (r *recorder) all() []record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]record(nil), r.recs...)
+}
+
+// kinds returns "kind:callID" for the given kinds, in order.
+func (r *recorder) trace(kinds ...string) []string {
+	want := map[string]bool{}
+	for _, k := range kinds {
+		want[k] = true
+	}
+	var out []string
+	for _, rec := range r.all() {
+		if want[rec.Kind] {
+			out = append(out, rec.Kind+":"+rec.CallID)
+		}
+	}
+	return out
+}
+
+func (r *recorder) commits() map[string]Result {
+	out := map[string]Result{}
+	for _, rec := range r.all() {
+		if rec.Kind == "commit" {
+			out[rec.CallID] = rec.Result
+		}
+	}
+	return out
+}
+
+func (r *recorder) emits(t session.Type) []record {
+	var out []record
+	for _, rec := range r.all() {
+		if rec.Kind == "emit" && rec.Type == t {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// fakeEnv is a recording Env.
+type fakeEnv struct {
+	ws      string
+	mode    session.PermissionMode
+	rec     *recorder
+	approve func(ctx context.Context, call *Call, reason string) session.ApprovalOutcome
+	ask     func(ctx context.Context, call *Call, qs []session.Question) ([]session.Answer, error)
+	emitErr error
+}
+
+func newFakeEnv(ws string) *fakeEnv {
+	return &fakeEnv{ws: ws, mode: session.ModeAuto, rec: &recorder{}}
+}
+
+func (e *fakeEnv) Workspace() string                      { return e.ws }
+func (e *fakeEnv) PermissionMode() session.PermissionMode { return e.mode }
+
+func (e *fakeEnv) Emit(t session.Type, data any) error {
+	if e.emitErr != nil {
+		return e.emitErr
+	}
+	id := ""
+	if o, ok := data.(session.ToolOutput); ok {
+		id = o.CallID
+	}
+	e.rec.add(record{Kind: "emit", Type: t, Data: data, CallID: id})
+	return nil
+}
+
+func (e *fakeEnv) Approve(ctx context.Context, call *Call, reason string) session.ApprovalOutcome {
+	e.rec.add(record{Kind: "approve", CallID: call.ID, Data: reason})
+	if e.approve == nil {
+		return session.ApprovalUnavailable
+	}
+	return e.approve(ctx, call, reason)
+}
+
+func (e *fakeEnv) Ask(ctx context.Context, call *Call, qs []session.Question) ([]session.Answer, error) {
+	e.rec.add(record{Kind: "ask", CallID: call.ID, Data: qs})
+	if e.ask == nil {
+		return nil, errors.New("no question channel")
+	}
+	return e.ask(ctx, call, qs)
+}
+
+// fakeSink is a recording Sink with optional hooks and failure injection.
+type fakeSink struct {
+	rec         *recorder
+	onStart     func(call *Call)
+	onCommit    func(call *Call, r Result)
+	failStartAt string
+	failCommit  string
+	seqs        map[string]int64
+	mu          sync.Mutex
+}
+
+func newFakeSink(rec *recorder) *fakeSink { return &fakeSink{rec: rec, seqs: map[string]int64{}} }
+
+func (s *fakeSink) CallStarted(call *Call) (int64, error) {
+	if call.ID == s.failStartAt {
+		s.rec.add(record{Kind: "fail", CallID: call.ID})
+		return 0, errors.New("disk full")
+	}
+	seq := s.rec.add(record{Kind: "call", CallID: call.ID})
+	s.mu.Lock()
+	s.seqs[call.ID] = seq
+	s.mu.Unlock()
+	if s.onStart != nil {
+		s.onStart(call)
+	}
+	return seq, nil
+}
+
+func (s *fakeSink) Commit(call *Call, callSeq int64, r Result) error {
+	s.mu.Lock()
+	want := s.seqs[call.ID]
+	s.mu.Unlock()
+	if callSeq != want {
+		return fmt.Errorf("commit %s cites seq %d, want %d", call.ID, callSeq, want)
+	}
+	if call.ID == s.failCommit {
+		s.rec.add(record{Kind: "fail", CallID: call.ID})
+		return errors.New("disk full")
+	}
+	s.rec.add(record{Kind: "commit", CallID: call.ID, Result: r})
+	if s.onCommit != nil {
+		s.onCommit(call, r)
+	}
+	return nil
+}
+
+// tc builds a tool-call block.
+func tc(id, name, args string) llm.ContentBlock { return llm.ToolCall(id, name, args) }
+
+// objectSchema is the permissive schema used by test tools.
+const objectSchema = `{"type":"object"}`
+
+// testTool builds a definition with the given body.
+func testTool(name string, parallel bool, body func(ctx context.Context, call *Call) (Result, error)) Definition {
+	d := Definition{
+		Name: name, Description: "test tool " + name, Parameters: json.RawMessage(objectSchema),
+		Access: AccessRead, Execute: body,
+	}
+	if parallel {
+		d.ConcurrencySafe = func(json.RawMessage) bool { return true }
+	}
+	return d
+}
+
+func okBody(text string) func(context.Context, *Call) (Result, error) {
+	return func(context.Context, *Call) (Result, error) { return TextResult(text), nil }
+}
+
+// waitFor receives from ch or fails the test after a generous hang guard.
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatalf("hang guard: timed out waiting for %s", what)
+		var zero T
+		return zero
+	}
+}
+
+func resultText(r Result) string { return r.Text() }
+
+func assertTrace(t *testing.T, got, want []string) {
+	t.Helper()
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("trace:\n got %v\nwant %v", got, want)
+	}
+}
+
+func errCode(r Result) string {
+	if r.Error == nil {
+		return ""
+	}
+	return r.Error.Code
+}

@@ -1,0 +1,131 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// maxLinkDepth bounds symlink resolution (as the kernel's ELOOP does).
+const maxLinkDepth = 40
+
+// wsPath is a path confined to the session workspace.
+type wsPath struct {
+	Abs string // absolute, symlinks resolved
+	Rel string // slash-separated, relative to the workspace; "." for its root
+}
+
+// workspaceRoot returns the cleaned and the symlink-resolved workspace.
+func workspaceRoot(workspace string) (clean, real string, err error) {
+	if workspace == "" || !filepath.IsAbs(workspace) {
+		return "", "", Errorf(NameWorkspace, CodePathOutsideWorkspace, "the session has no absolute workspace directory (got %q)", workspace)
+	}
+	clean = filepath.Clean(workspace)
+	real, err = filepath.EvalSymlinks(clean)
+	if err != nil {
+		return "", "", fmt.Errorf("workspace %s is unavailable: %w", clean, err)
+	}
+	return clean, real, nil
+}
+
+// resolvePath confines p to the workspace: relative paths are resolved
+// against it, and `..` escapes, absolute paths outside it and symlinks
+// (anywhere along the longest existing prefix) that lead outside it are
+// refused with PATH_OUTSIDE_WORKSPACE.
+func resolvePath(workspace, p string) (wsPath, error) {
+	clean, real, err := workspaceRoot(workspace)
+	if err != nil {
+		return wsPath{}, err
+	}
+	if strings.TrimSpace(p) == "" {
+		return wsPath{}, Errorf(NameToolArgs, CodeInvalidArgs, "empty path")
+	}
+	lex := filepath.Clean(p)
+	if !filepath.IsAbs(lex) {
+		lex = filepath.Join(clean, lex)
+	}
+	if !within(clean, lex) && !within(real, lex) {
+		return wsPath{}, Errorf(NameWorkspace, CodePathOutsideWorkspace,
+			"path %q is outside the workspace %s; file tools only work inside the session workspace", p, clean)
+	}
+	resolved, err := resolveExisting(lex, 0)
+	if err != nil {
+		return wsPath{}, fmt.Errorf("resolve %q: %w", p, err)
+	}
+	if !within(real, resolved) {
+		return wsPath{}, Errorf(NameWorkspace, CodePathOutsideWorkspace,
+			"path %q resolves through a symlink to %s, outside the workspace %s; file tools only work inside the session workspace", p, resolved, clean)
+	}
+	rel, err := filepath.Rel(real, resolved)
+	if err != nil {
+		return wsPath{}, fmt.Errorf("resolve %q: %w", p, err)
+	}
+	return wsPath{Abs: resolved, Rel: filepath.ToSlash(rel)}, nil
+}
+
+// within reports whether p is root or below it (both clean and absolute).
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return false
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel))
+}
+
+// resolveExisting evaluates symlinks along the longest existing prefix of
+// the absolute path p and appends the rest. Dangling symlinks are followed
+// by hand, so a link to a not yet existing file outside the workspace is
+// still seen as outside.
+func resolveExisting(p string, depth int) (string, error) {
+	if depth > maxLinkDepth {
+		return "", fmt.Errorf("too many levels of symbolic links")
+	}
+	cur := p
+	var rest []string
+	for {
+		_, err := os.Lstat(cur)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			break
+		}
+		rest = append(rest, filepath.Base(cur))
+		cur = parent
+	}
+	slicesReverse(rest)
+	real, err := filepath.EvalSymlinks(cur)
+	if err == nil {
+		return filepath.Join(append([]string{real}, rest...)...), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	// cur exists but does not resolve: it is a dangling symlink. Follow it.
+	target, lerr := os.Readlink(cur)
+	if lerr != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(target) {
+		parent, perr := resolveExisting(filepath.Dir(cur), depth+1)
+		if perr != nil {
+			return "", perr
+		}
+		target = filepath.Join(parent, target)
+	}
+	return resolveExisting(filepath.Join(append([]string{target}, rest...)...), depth+1)
+}
+
+func slicesReverse(s []string) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
