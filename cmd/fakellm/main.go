@@ -1,0 +1,69 @@
+// Command fakellm serves the scripted OpenAI-compatible model server of
+// internal/llm/fake: the offline demo model, or a JSON script.
+//
+//	go run ./cmd/fakellm -addr 127.0.0.1:8089 [-script FILE] [-time-scale 1]
+//
+// See the internal/llm/fake package documentation for the script format,
+// the demo rules and a curl example.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"harness/internal/llm/fake"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "fakellm:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8089", "listen address")
+	script := fs.String("script", "", "JSON script file (default: the offline demo model)")
+	scale := fs.Float64("time-scale", 1, "multiplier for every pacing delay (0: no pauses)")
+	delay := fs.Duration("chunk-delay", 4*time.Millisecond, "demo model pause between deltas")
+	verbose := fs.Bool("v", false, "log every reply")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := []fake.Option{fake.WithLogger(log), fake.WithTimeScale(*scale), fake.WithChunkDelay(*delay)}
+
+	var srv *fake.Server
+	if *script == "" {
+		srv = fake.NewDemo(opts...)
+	} else {
+		s, err := fake.LoadScript(*script)
+		if err != nil {
+			return err
+		}
+		srv = fake.NewServer(s, opts...)
+	}
+	url, err := srv.Listen(*addr)
+	if err != nil {
+		return err
+	}
+	log.Info("fake model listening", "url", url, "chat", url+"/v1/chat/completions", "script", *script)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	log.Info("shutting down")
+	return srv.Close()
+}

@@ -1,0 +1,91 @@
+package auth
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultIdleTimeout     = 24 * time.Hour
+	DefaultAbsoluteTimeout = 30 * 24 * time.Hour
+	DefaultLoginFailures   = 5
+	DefaultLoginWindow     = time.Minute
+)
+
+// Options tune the Service; zero values take the defaults.
+type Options struct {
+	// Now is the clock (tests inject one). Default time.Now.
+	Now func() time.Time
+	// IdleTimeout ends a login session unused this long (sliding).
+	IdleTimeout time.Duration
+	// AbsoluteTimeout ends a login session this long after login, used or not.
+	AbsoluteTimeout time.Duration
+	// BcryptCost; default bcrypt.DefaultCost. Tests use bcrypt.MinCost.
+	BcryptCost int
+	// LoginFailures failed logins per LoginWindow are allowed per client
+	// address and per user name; the next attempt is refused.
+	LoginFailures int
+	LoginWindow   time.Duration
+}
+
+// Service is accounts and access control over a Store.
+type Service struct {
+	log     *slog.Logger
+	store   Store
+	now     func() time.Time
+	idle    time.Duration
+	abs     time.Duration
+	cost    int
+	limiter *limiter
+	// dummyHash is compared against when the user is unknown, so an unknown
+	// name costs the same bcrypt work as a wrong password.
+	dummyHash func() []byte
+}
+
+// NewService builds a Service. It starts no goroutines.
+func NewService(log *slog.Logger, store Store, opts Options) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.AbsoluteTimeout <= 0 {
+		opts.AbsoluteTimeout = DefaultAbsoluteTimeout
+	}
+	if opts.BcryptCost == 0 {
+		opts.BcryptCost = bcrypt.DefaultCost
+	}
+	if opts.LoginFailures <= 0 {
+		opts.LoginFailures = DefaultLoginFailures
+	}
+	if opts.LoginWindow <= 0 {
+		opts.LoginWindow = DefaultLoginWindow
+	}
+	s := &Service{
+		log:     log,
+		store:   store,
+		idle:    opts.IdleTimeout,
+		abs:     opts.AbsoluteTimeout,
+		cost:    opts.BcryptCost,
+		limiter: newLimiter(opts.LoginFailures, opts.LoginWindow),
+	}
+	clock := opts.Now
+	s.now = func() time.Time { return clock().UTC().Truncate(time.Microsecond) }
+	s.dummyHash = sync.OnceValue(func() []byte {
+		h, err := bcrypt.GenerateFromPassword([]byte("harness-dummy-password"), s.cost)
+		if err != nil {
+			// Only an invalid cost fails, and hashPassword reports that.
+			return nil
+		}
+		return h
+	})
+	return s
+}

@@ -1,0 +1,210 @@
+package web
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"harness/internal/auth"
+)
+
+// Echo context keys set by resolveActor.
+const (
+	ctxActor = "harness.actor"
+	ctxCSRF  = "harness.csrf"
+)
+
+// ActorFrom returns who is asking (nil = anonymous), as resolved for this
+// request by the actor middleware.
+func ActorFrom(c echo.Context) *auth.Actor {
+	a, _ := c.Get(ctxActor).(*auth.Actor)
+	return a
+}
+
+// CSRFToken is the login session's CSRF token for forms and the
+// X-CSRF-Token header; "" unless the actor came from the login cookie.
+func CSRFToken(c echo.Context) string {
+	t, _ := c.Get(ctxCSRF).(string)
+	return t
+}
+
+func setActor(c echo.Context, a *auth.Actor, csrf string) {
+	c.Set(ctxActor, a)
+	c.Set(ctxCSRF, csrf)
+	r := c.Request()
+	c.SetRequest(r.WithContext(auth.ContextWithActor(r.Context(), a)))
+}
+
+// isAPIPath reports the paths where bearer tokens are accepted and
+// failures are JSON: the REST API and the WebSocket.
+func isAPIPath(p string) bool {
+	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/ws"
+}
+
+// bearerToken returns the token of an "Authorization: Bearer" header.
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// resolveActor finds who is asking: on /api and /ws a bearer token first
+// (a bad one is refused outright, never downgraded to the cookie); on /ws a
+// ?share= link token; then the login cookie; else anonymous. An expired or
+// unknown cookie is cleared.
+func (s *Server) resolveActor(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		ctx := r.Context()
+		if isAPIPath(r.URL.Path) {
+			if tok, ok := bearerToken(r); ok {
+				a, err := s.auth.TokenActor(ctx, tok)
+				if err != nil {
+					return fromAuthError(err)
+				}
+				setActor(c, a, "")
+				return next(c)
+			}
+		}
+		if r.URL.Path == "/ws" {
+			// A share-link page's socket: the link decides, even for a
+			// logged-in browser, so the page shows what the link shows.
+			if tok := r.URL.Query().Get("share"); tok != "" {
+				a, err := s.auth.ShareActor(ctx, tok)
+				if err != nil {
+					if errors.Is(err, auth.ErrNotFound) {
+						return apiError(http.StatusUnauthorized, CodeUnauthorized, "share link is not valid")
+					}
+					return err
+				}
+				setActor(c, a, "")
+				return next(c)
+			}
+		}
+		if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+			a, csrf, err := s.auth.Session(ctx, ck.Value)
+			switch {
+			case err == nil:
+				setActor(c, a, csrf)
+				return next(c)
+			case errors.Is(err, auth.ErrUnauthenticated):
+				clearCookie(c, sessionCookie)
+			default:
+				return err
+			}
+		}
+		setActor(c, nil, "")
+		return next(c)
+	}
+}
+
+// RequireUser lets real, logged-in users through (cookie or token). Others
+// get 401 JSON on /api and /ws and for non-GET requests, and a redirect to
+// the login page otherwise.
+func (s *Server) RequireUser(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if ActorFrom(c).IsUser() {
+			return next(c)
+		}
+		return s.unauthenticated(c)
+	}
+}
+
+// RequireActor lets through any actor, share-link viewers included; the
+// handler must still call Authorize for the session it touches.
+func (s *Server) RequireActor(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if ActorFrom(c) != nil {
+			return next(c)
+		}
+		return s.unauthenticated(c)
+	}
+}
+
+// RequireAdmin lets only admins through; other users get 403.
+func (s *Server) RequireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return s.RequireUser(func(c echo.Context) error {
+		if !ActorFrom(c).IsAdmin() {
+			if wantsHTML(c) {
+				return s.errorPage(c, http.StatusForbidden, "Forbidden", "This page is for administrators.")
+			}
+			return apiError(http.StatusForbidden, CodeForbidden, "admin only")
+		}
+		return next(c)
+	})
+}
+
+func (s *Server) unauthenticated(c echo.Context) error {
+	r := c.Request()
+	if wantsHTML(c) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
+	}
+	return apiError(http.StatusUnauthorized, CodeUnauthorized, "authentication required")
+}
+
+// wantsHTML: a browser page, not the API, the socket or a JSON client.
+func wantsHTML(c echo.Context) bool {
+	r := c.Request()
+	return !isAPIPath(r.URL.Path) && r.Header.Get("Accept") != "application/json"
+}
+
+// fromAuthError maps the auth package's errors to API errors; handlers
+// return it for any error from auth.Service. No-access and unknown
+// sessions are both 404 (see auth.Authorize).
+func fromAuthError(err error) error {
+	var rl *auth.RateLimitError
+	var in *auth.InputError
+	switch {
+	case errors.As(err, &rl):
+		return &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many attempts", Cause: err}
+	case errors.As(err, &in):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: in.Reason, Cause: err}
+	case errors.Is(err, auth.ErrUnauthenticated), errors.Is(err, auth.ErrInvalidCredentials):
+		return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "authentication required", Cause: err}
+	case errors.Is(err, auth.ErrNotFound):
+		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "not found", Cause: err}
+	case errors.Is(err, auth.ErrForbidden):
+		return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "not allowed", Cause: err}
+	case errors.Is(err, auth.ErrExists), errors.Is(err, auth.ErrLastAdmin):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: conflictMessage(err), Cause: err}
+	}
+	return err
+}
+
+func conflictMessage(err error) string {
+	if errors.Is(err, auth.ErrLastAdmin) {
+		return "that would leave no enabled admin"
+	}
+	return "already exists"
+}
+
+// ClientAddr is the client's IP for rate limiting and logs: the TCP peer,
+// or, when the peer is a loopback reverse proxy, the last address it
+// appended to X-Forwarded-For (earlier entries are client-supplied).
+func ClientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return host
+	}
+	xff := r.Header.Values("X-Forwarded-For")
+	if len(xff) == 0 {
+		return host
+	}
+	parts := strings.Split(xff[len(xff)-1], ",")
+	last := strings.TrimSpace(parts[len(parts)-1])
+	if fwd := net.ParseIP(last); fwd != nil {
+		return fwd.String()
+	}
+	return host
+}

@@ -1,0 +1,62 @@
+// Package web is the HTTP side of Harness: the echo server, its routes, page
+// handlers, the REST API, authentication middleware and CSRF protection.
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"harness/internal/auth"
+	"harness/web/static"
+)
+
+// Pinger answers whether the database is reachable (readiness).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the server's dependencies, passed explicitly.
+type Deps struct {
+	Log *slog.Logger
+	DB  Pinger
+	// Auth is accounts and access control. Nil serves only the health
+	// routes and static files (tests of those).
+	Auth *auth.Service
+	// TrustedOrigins are extra origins allowed to open the WebSocket.
+	TrustedOrigins []string
+}
+
+// Server is the echo application.
+type Server struct {
+	e       *echo.Echo
+	log     *slog.Logger
+	db      Pinger
+	auth    *auth.Service
+	trusted []string
+}
+
+// New builds the server and registers every route.
+func New(d Deps) *Server {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins}
+	e.HTTPErrorHandler = s.handleError
+	s.routes()
+	return s
+}
+
+// Handler is the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+func (s *Server) routes() {
+	s.e.GET("/healthz", s.healthz)
+	s.e.GET("/readyz", s.readyz)
+	s.e.StaticFS("/static", static.FS)
+	if s.auth != nil {
+		s.authRoutes()
+	}
+}
