@@ -1,0 +1,89 @@
+// Command web runs the Harness server: `go run ./cmd/web`. With `user` or
+// `token` as first argument it manages accounts instead (see README).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"harness/internal/app"
+	"harness/internal/config"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfgArgs := args
+	if len(args) > 0 && (args[0] == "user" || args[0] == "token") {
+		cfgArgs = nil
+	}
+	cfg, err := config.Load(cfgArgs, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if handled, err := RunCLI(ctx, cfg, args, os.Stdin, os.Stdout, os.Stderr); handled {
+		return err
+	}
+	log := newLogger(cfg)
+
+	started := time.Now()
+	a, err := app.New(ctx, log, cfg, app.Options{})
+	if err != nil {
+		return err
+	}
+	if err := a.Start(ctx); err != nil {
+		_ = a.Close(context.Background())
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		_ = a.Close(context.Background())
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("harness serving", "url", "http://"+ln.Addr().String(), "data", cfg.DataDir, "ready_in", time.Since(started).Round(time.Millisecond))
+
+	select {
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			_ = a.Close(context.Background())
+			return fmt.Errorf("serve: %w", err)
+		}
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	// Stop accepting requests, then stop agents and drain writes; WebSockets
+	// are closed by the server's own shutdown hooks.
+	err = errors.Join(srv.Shutdown(shutdownCtx), a.Close(shutdownCtx))
+	log.Info("stopped", "err", err)
+	return err
+}
+
+func newLogger(cfg config.Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

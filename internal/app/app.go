@@ -1,0 +1,191 @@
+// Package app wires Harness together from its configuration: database,
+// batched writer, store, accounts, model routes (the offline demo model
+// always), tools, the agent manager and the web server. cmd/web runs it; tests
+// and the load tool start it in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"harness/internal/auth"
+	"harness/internal/config"
+	"harness/internal/driver"
+	"harness/internal/driverstore"
+	"harness/internal/llm"
+	"harness/internal/llm/fake"
+	"harness/internal/llm/openai"
+	"harness/internal/models"
+	"harness/internal/tools"
+	"harness/internal/web"
+)
+
+// Options adjust an App beyond its Config (tests, the load tool).
+type Options struct {
+	// Getenv reads provider settings (DEEPSEEK_API_KEY, OPENAI_*); nil means
+	// os.Getenv.
+	Getenv func(string) string
+	// Providers are extra model routes registered after the built-in ones;
+	// the first becomes the default.
+	Providers []llm.Provider
+	// DemoOptions tune the embedded demo model (pacing).
+	DemoOptions []fake.Option
+	// VerifyRequests makes every model request prove it equals the log.
+	VerifyRequests bool
+	// AuthOptions override account defaults (bcrypt cost, clocks in tests).
+	AuthOptions *auth.Options
+}
+
+// App is a running Harness instance.
+type App struct {
+	Config    config.Config
+	Log       *slog.Logger
+	DB        *models.DB
+	Writer    *models.Writer
+	Store     *models.Store
+	Auth      *auth.Service
+	Providers *llm.Registry
+	Tools     *tools.Registry
+	Manager   *driver.Manager
+	Web       *web.Server
+
+	stopDemo func()
+}
+
+// New opens the database and builds every part. Call Start to resume queued
+// work and Close to shut down.
+func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options) (*App, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	a := &App{Config: cfg, Log: log}
+	ok := false
+	defer func() {
+		if !ok {
+			a.closeParts(context.Background())
+		}
+	}()
+
+	if err := os.MkdirAll(a.WorkspaceRoot(), 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
+	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN})
+	if err != nil {
+		return nil, err
+	}
+	a.DB = db
+	a.Writer = models.NewWriter(log, db, models.WriterOptions{
+		OnError: func(id string, err error) { log.Error("session write failed", "session", id, "err", err) },
+	})
+	a.Store = models.NewStore(log, db, a.Writer)
+
+	authOpts := auth.Options{}
+	if opts.AuthOptions != nil {
+		authOpts = *opts.AuthOptions
+	}
+	a.Auth = auth.NewService(log, models.NewAuthStore(db), authOpts)
+
+	if err := a.setupProviders(ctx, opts); err != nil {
+		return nil, err
+	}
+	a.Tools = tools.NewRegistry()
+	if err := tools.RegisterBuiltins(a.Tools, tools.BuiltinOptions{}); err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	a.Manager = driver.NewManager(log, driverstore.Store{S: a.Store}, driver.Options{
+		Providers:      a.Providers,
+		Tools:          a.Tools,
+		IdleUnload:     cfg.IdleUnload,
+		VerifyRequests: opts.VerifyRequests,
+	})
+	a.Web = web.New(web.Deps{
+		Log:            log,
+		DB:             db,
+		Auth:           a.Auth,
+		TrustedOrigins: cfg.TrustedOrigins,
+	})
+	ok = true
+	return a, nil
+}
+
+// setupProviders registers the offline demo model and any configured route.
+// The default is DeepSeek when its key is set, else an OpenAI-compatible
+// route, else the demo.
+func (a *App) setupProviders(ctx context.Context, opts Options) error {
+	a.Providers = llm.NewRegistry()
+	demo, stop, err := fake.StartDemo(ctx, a.Log, opts.DemoOptions...)
+	if err != nil {
+		return fmt.Errorf("start the offline demo model: %w", err)
+	}
+	a.stopDemo = stop
+	if err := a.Providers.Register(demo); err != nil {
+		return err
+	}
+	def := demo.Info()
+	for _, fromEnv := range []func(func(string) string) (openai.Config, bool){openai.DeepSeekFromEnv, openai.OpenAIFromEnv} {
+		cfg, ok := fromEnv(opts.Getenv)
+		if !ok {
+			continue
+		}
+		p, err := openai.New(cfg)
+		if err != nil {
+			return fmt.Errorf("model route %s: %w", cfg.Name, err)
+		}
+		if err := a.Providers.Register(p); err != nil {
+			return err
+		}
+		if def.Offline {
+			def = p.Info()
+		}
+	}
+	for i, p := range opts.Providers {
+		if err := a.Providers.Register(p); err != nil {
+			return err
+		}
+		if i == 0 {
+			def = p.Info()
+		}
+	}
+	a.Providers.SetDefault(def.Name, def.DefaultModel)
+	a.Log.Info("model routes ready", "default", def.Name, "model", def.DefaultModel, "offline", def.Offline)
+	return nil
+}
+
+// WorkspaceRoot is the directory holding one workspace per session.
+func (a *App) WorkspaceRoot() string { return filepath.Join(a.Config.DataDir, "workspaces") }
+
+// Handler serves every route.
+func (a *App) Handler() http.Handler { return a.Web.Handler() }
+
+// Close stops agents (their queues survive for the next start), drains the
+// writer and closes the database.
+func (a *App) Close(ctx context.Context) error {
+	var errs []error
+	if a.Manager != nil {
+		errs = append(errs, a.Manager.Shutdown(ctx))
+	}
+	errs = append(errs, a.closeParts(ctx))
+	return errors.Join(errs...)
+}
+
+func (a *App) closeParts(ctx context.Context) error {
+	var errs []error
+	if a.Writer != nil {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		errs = append(errs, a.Writer.Close(wctx))
+		cancel()
+	}
+	if a.DB != nil {
+		errs = append(errs, a.DB.Close())
+	}
+	if a.stopDemo != nil {
+		a.stopDemo()
+	}
+	return errors.Join(errs...)
+}

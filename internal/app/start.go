@@ -1,0 +1,42 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+)
+
+// Start runs the start-up checks in order: with no users, create the first
+// admin from HARNESS_ADMIN_PASSWORD or log a one-time setup link; refuse a
+// non-loopback bind unless a user with a password exists; then resume
+// sessions with queued input.
+func (a *App) Start(ctx context.Context) error {
+	path, err := a.Auth.Bootstrap(ctx, a.Config.AdminPassword)
+	if err != nil {
+		return err
+	}
+	if path != "" {
+		// The link is a one-time secret meant for whoever reads this log.
+		a.Log.Warn("no users yet: open this one-time link to create the first admin, or set HARNESS_ADMIN_PASSWORD",
+			"url", setupURL(a.Config.Addr, path))
+	}
+	if err := a.Auth.CheckExposure(ctx, a.Config.Loopback()); err != nil {
+		return fmt.Errorf("listen on %s: %w; create one with `user add NAME --admin` or set HARNESS_ADMIN_PASSWORD, or bind 127.0.0.1", a.Config.Addr, err)
+	}
+	if err := a.Manager.Resume(ctx); err != nil {
+		a.Log.Error("resume sessions with queued input", "err", err)
+	}
+	return nil
+}
+
+// setupURL is the setup link as a browser on this machine opens it.
+func setupURL(addr, path string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return path
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + path
+}

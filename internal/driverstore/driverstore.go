@@ -1,0 +1,83 @@
+// Package driverstore adapts the GORM store to what the driver needs
+// (driver.Store), so neither package depends on the other.
+package driverstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"harness/internal/driver"
+	"harness/internal/models"
+	"harness/internal/session"
+)
+
+// Store implements driver.Store over a models.Store.
+type Store struct {
+	S *models.Store
+}
+
+var _ driver.Store = Store{}
+
+// ErrNotFound is returned for an unknown session.
+var ErrNotFound = models.ErrNotFound
+
+// SessionMeta reads the session row.
+func (d Store) SessionMeta(ctx context.Context, id string) (driver.Meta, error) {
+	row, err := d.S.GetSession(ctx, id)
+	if err != nil {
+		return driver.Meta{}, err
+	}
+	return MetaOf(row), nil
+}
+
+// MetaOf converts a session row into driver metadata.
+func MetaOf(row *models.Session) driver.Meta {
+	return driver.Meta{
+		ID:        row.ID,
+		Workspace: row.Workspace,
+		Provider:  row.Provider,
+		Model:     row.Model,
+		Header: session.Header{
+			ID:            row.ID,
+			CreatedAt:     row.CreatedAt.UnixMilli(),
+			Cwd:           row.Workspace,
+			ParentSession: row.ParentID,
+			SeedLength:    row.SeedLength,
+		},
+	}
+}
+
+// LoadLog loads the stored log with crash repair applied once.
+func (d Store) LoadLog(ctx context.Context, id string, clock func() int64) (*session.Log, error) {
+	l, _, err := d.S.LoadLog(ctx, id, clock)
+	return l, err
+}
+
+// Enqueue hands an appended event to the batched writer.
+func (d Store) Enqueue(id string, ev session.Event) { d.S.W.Enqueue(id, ev) }
+
+// Flush waits until id's appended events are durable.
+func (d Store) Flush(ctx context.Context, id string) error { return d.S.W.Flush(ctx, id) }
+
+// SetPendingInbox records the queue length of a session.
+func (d Store) SetPendingInbox(ctx context.Context, id string, n int) error {
+	err := d.S.UpdateSession(ctx, id, map[string]any{"pending_inbox": n})
+	if errors.Is(err, models.ErrNotFound) {
+		return nil // deleted meanwhile
+	}
+	return err
+}
+
+// PendingInboxSessions lists sessions with waiting queue items.
+func (d Store) PendingInboxSessions(ctx context.Context) ([]string, error) {
+	rows, err := d.S.SessionsWithPendingInbox(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pending inbox sessions: %w", err)
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids, nil
+}
