@@ -1,0 +1,417 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"harness/internal/llm"
+	"harness/internal/session"
+	"harness/internal/tools"
+)
+
+// Errors returned to callers of Agent methods. The web layer maps them to
+// coded client errors.
+var (
+	ErrDisposed       = errors.New("agent disposed")
+	ErrDuplicateID    = errors.New("duplicate pending message id")
+	ErrItemNotFound   = errors.New("queue item not found")
+	ErrNotPending     = errors.New("interaction is not pending")
+	ErrBadAnswer      = errors.New("answer does not match the question")
+	ErrEmptyMessage   = errors.New("message is empty")
+	ErrUnknownModel   = errors.New("unknown provider")
+	ErrInvalidMode    = errors.New("invalid permission mode")
+	ErrBusy           = errors.New("agent is busy")
+	ErrNotIdleForTask = errors.New("maintenance needs an idle agent")
+)
+
+// Agent drives one live session. All methods are safe for concurrent use.
+type Agent struct {
+	id        string
+	m         *Manager
+	log       *session.Log
+	logger    *slog.Logger
+	hooks     Hooks
+	scope     *tools.Scope
+	workspace string
+	defaults  llm.CallConfig // the session's configured route
+
+	mu       sync.Mutex
+	status   Status
+	nextTurn []llm.Message
+	nextStep []llm.Message
+	act      *activity // nil while idle
+	// wake records a waking input that arrived during the current turn; it
+	// decides whether the driver goes on after a turn that did not end
+	// normally (blocked, error, aborted).
+	wake     bool
+	disposed bool
+	idleCh   chan struct{} // closed while idle
+	// maintenance is true while a RunMaintenance task holds the agent.
+	maintenance bool
+
+	pending map[string]*pendingInteraction
+
+	// request bookkeeping of this agent instance (one driver at a time).
+	headerLogged bool
+	lastContext  *session.RequestContext
+	stepOpen     bool // driver goroutine only
+
+	pins     int       // live subscribers keeping the agent loaded; guarded by m.mu
+	lastIdle time.Time // guarded by m.mu
+}
+
+// activity is one driver run's cancellation scope.
+type activity struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	cause  *session.CancelCause // first cause wins
+}
+
+// cancelError carries a CancelCause through context.Cause.
+type cancelError struct{ cause session.CancelCause }
+
+func (e *cancelError) Error() string { return "cancelled: " + string(e.cause.Kind) }
+
+// ID is the session id.
+func (a *Agent) ID() string { return a.id }
+
+// Log is the agent's session log. Callers may read and subscribe; appends
+// belong to the agent.
+func (a *Agent) Log() *session.Log { return a.log }
+
+// Hooks are this agent's own hook chains (run after the manager's).
+func (a *Agent) Hooks() *Hooks { return &a.hooks }
+
+// Tools is the agent's tool scope.
+func (a *Agent) Tools() *tools.Scope { return a.scope }
+
+// Workspace is the session's workspace directory.
+func (a *Agent) Workspace() string { return a.workspace }
+
+// Status returns idle or running.
+func (a *Agent) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+// Queue returns a snapshot of the pending inbox.
+func (a *Agent) Queue() Queue {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.queueLocked()
+}
+
+func (a *Agent) queueLocked() Queue {
+	return Queue{Queued: cloneMsgs(a.nextTurn), Steering: cloneMsgs(a.nextStep)}
+}
+
+// Followup queues msg as the prompt of its own turn and wakes the driver. It
+// returns once the message is durable.
+func (a *Agent) Followup(ctx context.Context, msg llm.Message) error {
+	return a.send(ctx, msg, session.TargetNextTurn, true)
+}
+
+// Steer queues msg for the next step boundary and wakes the driver: while
+// running it enters the current turn at its next step; while idle it starts
+// a turn.
+func (a *Agent) Steer(ctx context.Context, msg llm.Message) error {
+	return a.send(ctx, msg, session.TargetNextStep, true)
+}
+
+// Inject queues context for the next step without waking: it waits for the
+// next step of a running turn, or for the next waking input.
+func (a *Agent) Inject(ctx context.Context, msg llm.Message) error {
+	return a.send(ctx, msg, session.TargetNextStep, false)
+}
+
+func (a *Agent) send(ctx context.Context, msg llm.Message, target session.InboxTarget, wakeup bool) error {
+	if err := validateInput(msg); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if a.disposed {
+		a.mu.Unlock()
+		return ErrDisposed
+	}
+	if a.hasPendingLocked(msg.ID) {
+		a.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrDuplicateID, msg.ID)
+	}
+	aborting := a.act != nil && a.act.ctx.Err() != nil
+	if wakeup && (aborting || a.maintenance) {
+		// The current activity will not take next-step input; hold it for
+		// the next turn and latch the wake.
+		target = session.TargetNextTurn
+	}
+	list := a.listLocked(target)
+	if err := a.spliceLocked(target, len(*list), 0, []llm.Message{msg}, ""); err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	a.publishLocked(LiveEvent{Kind: LiveInserted, Message: &msg})
+	a.publishQueueLocked()
+	if wakeup {
+		a.wakeLocked()
+	}
+	a.mu.Unlock()
+	return a.m.store.Flush(ctx, a.id)
+}
+
+func validateInput(msg llm.Message) error {
+	if msg.Role != llm.RoleUser {
+		return fmt.Errorf("input message must have role user, got %q", msg.Role)
+	}
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	if len(msg.Content) == 0 {
+		return ErrEmptyMessage
+	}
+	return nil
+}
+
+// wakeLocked starts a driver when idle, or records the wake for the running
+// one.
+func (a *Agent) wakeLocked() {
+	if a.disposed {
+		return
+	}
+	if a.status == StatusRunning || a.maintenance {
+		a.wake = true
+		return
+	}
+	a.startLocked()
+}
+
+func (a *Agent) startLocked() {
+	a.status = StatusRunning
+	if a.idleCh == nil {
+		a.idleCh = make(chan struct{})
+	}
+	a.act = newActivity(a.m.baseCtx)
+	a.wake = false
+	a.publishLocked(LiveEvent{Kind: LiveStatus, Status: StatusRunning})
+	go a.run(a.act)
+}
+
+func newActivity(parent context.Context) *activity {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &activity{ctx: ctx, cancel: cancel}
+}
+
+// Cancel aborts the current turn with cause. Unless keepInbox, the pending
+// inbox is cleared first (durably, as canceled splices). Cancelling an idle
+// agent only clears the inbox.
+func (a *Agent) Cancel(cause session.CancelCause, keepInbox bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !keepInbox {
+		a.clearLocked()
+		a.wake = false
+	}
+	if a.act != nil && a.act.cause == nil {
+		c := cause
+		a.act.cause = &c
+		a.act.cancel(&cancelError{cause: c})
+	}
+}
+
+// WhenIdle returns a channel closed once the agent is idle (no driver and no
+// maintenance task), following any driver that restarts before that.
+func (a *Agent) WhenIdle() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.idleCh == nil {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return a.idleCh
+}
+
+// Wait blocks until the agent is idle or ctx is done.
+func (a *Agent) Wait(ctx context.Context) error {
+	select {
+	case <-a.WhenIdle():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// EditPending replaces the content of a pending inbox item, keeping its id
+// and place. It fails with ErrItemNotFound once the item was claimed.
+func (a *Agent) EditPending(ctx context.Context, id string, content []llm.ContentBlock) error {
+	a.mu.Lock()
+	target, idx := a.findLocked(id)
+	if idx < 0 {
+		a.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrItemNotFound, id)
+	}
+	old := (*a.listLocked(target))[idx]
+	msg := old
+	msg.Content = content
+	if err := validateInput(msg); err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	if err := a.spliceLocked(target, idx, 1, []llm.Message{msg}, session.OutcomeCanceled); err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	a.publishLocked(LiveEvent{Kind: LiveDiscarded, Message: &old})
+	a.publishLocked(LiveEvent{Kind: LiveInserted, Message: &msg})
+	a.publishQueueLocked()
+	a.mu.Unlock()
+	return a.m.store.Flush(ctx, a.id)
+}
+
+// RemovePending removes a pending inbox item.
+func (a *Agent) RemovePending(ctx context.Context, id string) error {
+	a.mu.Lock()
+	target, idx := a.findLocked(id)
+	if idx < 0 {
+		a.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrItemNotFound, id)
+	}
+	old := (*a.listLocked(target))[idx]
+	if err := a.spliceLocked(target, idx, 1, nil, session.OutcomeCanceled); err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	a.publishLocked(LiveEvent{Kind: LiveDiscarded, Message: &old})
+	a.publishQueueLocked()
+	a.mu.Unlock()
+	return a.m.store.Flush(ctx, a.id)
+}
+
+// SteerPending moves a queued prompt to the steering list so it enters the
+// running turn at its next step ("steer now"), and wakes the driver.
+func (a *Agent) SteerPending(ctx context.Context, id string) error {
+	a.mu.Lock()
+	target, idx := a.findLocked(id)
+	if idx < 0 {
+		a.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrItemNotFound, id)
+	}
+	if target == session.TargetNextStep {
+		a.mu.Unlock()
+		return nil
+	}
+	msg := a.nextTurn[idx]
+	if err := a.spliceLocked(session.TargetNextTurn, idx, 1, nil, ""); err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	if err := a.spliceLocked(session.TargetNextStep, len(a.nextStep), 0, []llm.Message{msg}, ""); err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	a.publishQueueLocked()
+	a.wakeLocked()
+	a.mu.Unlock()
+	return a.m.store.Flush(ctx, a.id)
+}
+
+// SetMode changes the permission mode; the model is told through the runtime
+// context at its next step.
+func (a *Agent) SetMode(ctx context.Context, mode session.PermissionMode, by *session.Actor) error {
+	switch mode {
+	case session.ModeReadOnly, session.ModeAsk, session.ModeAuto:
+	default:
+		return fmt.Errorf("%w: %q", ErrInvalidMode, mode)
+	}
+	if a.log.State().Mode == mode {
+		return nil
+	}
+	if _, err := a.log.Append(session.TypePermissionMode, session.PermissionModeSet{Mode: mode, By: by}); err != nil {
+		return err
+	}
+	return a.m.store.Flush(ctx, a.id)
+}
+
+// SetModel selects the route used from the next request on.
+func (a *Agent) SetModel(ctx context.Context, provider, model string, by *session.Actor) error {
+	p, ok := a.m.providers.Get(provider)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownModel, provider)
+	}
+	if model == "" {
+		model = p.Info().DefaultModel
+	}
+	if _, err := a.log.Append(session.TypeModelSelected, session.ModelSelected{Provider: provider, Model: model, By: by}); err != nil {
+		return err
+	}
+	return a.m.store.Flush(ctx, a.id)
+}
+
+// SetTitle records a title chosen by a person; it pins the title.
+func (a *Agent) SetTitle(ctx context.Context, title string, by *session.Actor) error {
+	if _, err := a.log.Append(session.TypeSessionTitle, session.SessionTitle{Title: title, Source: session.TitleUser, By: by}); err != nil {
+		return err
+	}
+	return a.m.store.Flush(ctx, a.id)
+}
+
+// RunMaintenance runs task (e.g. a manual compaction) only from true idle;
+// status stays idle; waking input during it is latched and run after.
+func (a *Agent) RunMaintenance(ctx context.Context, task func(ctx context.Context) error) error {
+	a.mu.Lock()
+	if a.disposed {
+		a.mu.Unlock()
+		return ErrDisposed
+	}
+	if a.status != StatusIdle || a.maintenance {
+		a.mu.Unlock()
+		return ErrBusy
+	}
+	a.maintenance = true
+	a.idleCh = make(chan struct{})
+	a.mu.Unlock()
+
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("maintenance task panicked: %v", r)
+			}
+		}()
+		return task(ctx)
+	}()
+	if ferr := a.m.store.Flush(ctx, a.id); err == nil {
+		err = ferr
+	}
+
+	a.mu.Lock()
+	a.maintenance = false
+	if a.wake && a.pendingLocked() {
+		a.startLocked()
+	} else {
+		a.wake = false
+		close(a.idleCh)
+		a.idleCh = nil
+	}
+	a.mu.Unlock()
+	return err
+}
+
+func (a *Agent) publishLocked(ev LiveEvent) {
+	ev.Session = a.id
+	a.m.live.publish(ev)
+}
+
+func (a *Agent) publishQueueLocked() {
+	q := a.queueLocked()
+	a.publishLocked(LiveEvent{Kind: LiveQueue, Queue: &q})
+	a.m.pendingChanged(a.id, len(a.nextTurn)+len(a.nextStep))
+}
+
+func cloneMsgs(in []llm.Message) []llm.Message {
+	out := make([]llm.Message, len(in))
+	copy(out, in)
+	return out
+}

@@ -1,0 +1,110 @@
+package driver
+
+import (
+	"sync"
+
+	"harness/internal/llm"
+	"harness/internal/session"
+)
+
+// Status is an agent's run state.
+type Status string
+
+const (
+	StatusIdle    Status = "idle"
+	StatusRunning Status = "running"
+)
+
+// LiveKind names a live (non-durable) notification.
+type LiveKind string
+
+const (
+	LiveStatus               LiveKind = "agent/status"
+	LiveInserted             LiveKind = "agent/inbox/inserted"
+	LiveClaimed              LiveKind = "agent/inbox/claimed"
+	LiveDiscarded            LiveKind = "agent/inbox/discarded"
+	LiveQueue                LiveKind = "agent/inbox"
+	LiveInteractionRequested LiveKind = "interaction/requested"
+	LiveInteractionResolved  LiveKind = "interaction/resolved"
+	LiveError                LiveKind = "agent/error"
+	LiveUnloaded             LiveKind = "agent/unloaded"
+)
+
+// LiveEvent is one live notification about an agent. Durable facts travel as
+// session events; these carry coordination state (status, queue, prompts).
+type LiveEvent struct {
+	Kind        LiveKind     `json:"-"`
+	Session     string       `json:"session"`
+	Status      Status       `json:"status,omitempty"`
+	Message     *llm.Message `json:"message,omitempty"`
+	Turn        int          `json:"turn,omitempty"`
+	Queue       *Queue       `json:"queue,omitempty"`
+	Interaction *Interaction `json:"interaction,omitempty"`
+	Error       *llm.Failure `json:"error,omitempty"`
+}
+
+// Queue is a whole snapshot of an agent's pending inbox.
+type Queue struct {
+	// Queued are next-turn prompts, each the prompt of its own turn.
+	Queued []llm.Message `json:"queued"`
+	// Steering are next-step messages entered at the next step boundary.
+	Steering []llm.Message `json:"steering"`
+}
+
+// InteractionKind distinguishes approvals from questions.
+type InteractionKind string
+
+const (
+	KindApproval InteractionKind = "approval"
+	KindQuestion InteractionKind = "question"
+)
+
+// Interaction is a pending (or just resolved) approval or question.
+type Interaction struct {
+	ID        string             `json:"id"`
+	Kind      InteractionKind    `json:"kind"`
+	Turn      int                `json:"turn"`
+	CallID    string             `json:"callId,omitempty"`
+	ToolName  string             `json:"toolName,omitempty"`
+	Arguments string             `json:"arguments,omitempty"`
+	Reason    string             `json:"reason,omitempty"`
+	Questions []session.Question `json:"questions,omitempty"`
+	// Set when resolved.
+	Outcome string         `json:"outcome,omitempty"`
+	By      *session.Actor `json:"by,omitempty"`
+}
+
+// bus fans live events out to listeners. Listeners are called synchronously,
+// in publication order, and must not block or call back into the agent.
+type bus struct {
+	mu     sync.RWMutex
+	nextID int
+	subs   map[int]func(LiveEvent)
+}
+
+func (b *bus) subscribe(fn func(LiveEvent)) (cancel func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs == nil {
+		b.subs = map[int]func(LiveEvent){}
+	}
+	b.nextID++
+	id := b.nextID
+	b.subs[id] = fn
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.subs, id)
+	}
+}
+
+func (b *bus) publish(ev LiveEvent) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, fn := range b.subs {
+		func() {
+			defer func() { _ = recover() }() // a broken listener must not break the agent
+			fn(ev)
+		}()
+	}
+}

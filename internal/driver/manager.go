@@ -1,0 +1,507 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"harness/internal/llm"
+	"harness/internal/session"
+	"harness/internal/tools"
+)
+
+// Store is what the driver needs from persistence. models.Store implements
+// it through a small adapter in the wiring.
+type Store interface {
+	// SessionMeta returns the stored metadata of a session.
+	SessionMeta(ctx context.Context, id string) (Meta, error)
+	// LoadLog loads a stored log with crash repair applied once; appends to
+	// the returned log are persisted.
+	LoadLog(ctx context.Context, id string, clock func() int64) (*session.Log, error)
+	// Enqueue persists an appended event (the Log sink): cheap, never blocks.
+	Enqueue(id string, ev session.Event)
+	// Flush returns once every event enqueued for id is durable.
+	Flush(ctx context.Context, id string) error
+	// SetPendingInbox records how many queue items wait, so a restart can
+	// find and run them.
+	SetPendingInbox(ctx context.Context, id string, n int) error
+	// PendingInboxSessions lists sessions with waiting queue items.
+	PendingInboxSessions(ctx context.Context) ([]string, error)
+}
+
+// Meta is a session's metadata as the driver needs it.
+type Meta struct {
+	ID        string
+	Workspace string
+	Provider  string
+	Model     string
+	Header    session.Header
+}
+
+// Options tune a Manager.
+type Options struct {
+	MaxParallelTools int           // rolling tool pool per step; default 10
+	IdleUnload       time.Duration // unload idle, unpinned agents after this; 0 = never
+	Persona          string        // deployment persona section of the system prompt
+	// VerifyRequests re-derives every request from a fresh load of the log
+	// and fails the turn on any difference (tests run with it on).
+	VerifyRequests bool
+	Clock          func() int64    // epoch ms; default time.Now
+	Rand           func() float64  // retry jitter; default math/rand
+	Tools          *tools.Registry // global tool definitions; default empty
+	ToolHooks      *ToolHooks      // global tool hooks; default none
+	Providers      *llm.Registry   // model routes (required)
+}
+
+// ToolHooks are pipeline hooks applied to every agent's tool calls.
+type ToolHooks struct {
+	mu     sync.RWMutex
+	Pre    []tools.PreHook
+	Post   []tools.PostHook
+	Guard  []tools.Guard
+	Around []tools.ExecuteHook
+}
+
+func (h *ToolHooks) pre() []tools.PreHook {
+	if h == nil {
+		return nil
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return append([]tools.PreHook(nil), h.Pre...)
+}
+
+func (h *ToolHooks) post() []tools.PostHook {
+	if h == nil {
+		return nil
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return append([]tools.PostHook(nil), h.Post...)
+}
+
+func (h *ToolHooks) guards() []tools.Guard {
+	if h == nil {
+		return nil
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return append([]tools.Guard(nil), h.Guard...)
+}
+
+func (h *ToolHooks) around() []tools.ExecuteHook {
+	if h == nil {
+		return nil
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return append([]tools.ExecuteHook(nil), h.Around...)
+}
+
+// Manager owns the live agents of a process.
+type Manager struct {
+	logger    *slog.Logger
+	store     Store
+	providers *llm.Registry
+	tools     *tools.Registry
+	toolHooks *ToolHooks
+	hooks     *Hooks
+	opts      Options
+	live      bus
+	clock     func() int64
+	rand      func() float64
+	baseCtx   context.Context
+
+	mu      sync.Mutex
+	agents  map[string]*Agent
+	loading map[string]*loadCall
+	closed  bool
+
+	pendMu    sync.Mutex
+	pendDirty map[string]int
+	pendKick  chan struct{}
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type loadCall struct {
+	done  chan struct{}
+	agent *Agent
+	err   error
+}
+
+// NewManager builds a manager and starts its background housekeeping.
+func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
+	if opts.MaxParallelTools <= 0 {
+		opts.MaxParallelTools = 10
+	}
+	if opts.Clock == nil {
+		opts.Clock = func() int64 { return time.Now().UnixMilli() }
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Float64
+	}
+	if opts.Tools == nil {
+		opts.Tools = tools.NewRegistry()
+	}
+	if opts.Providers == nil {
+		opts.Providers = llm.NewRegistry()
+	}
+	m := &Manager{
+		logger:    logger,
+		store:     store,
+		providers: opts.Providers,
+		tools:     opts.Tools,
+		toolHooks: opts.ToolHooks,
+		hooks:     &Hooks{},
+		opts:      opts,
+		clock:     opts.Clock,
+		rand:      opts.Rand,
+		baseCtx:   context.Background(),
+		agents:    map[string]*Agent{},
+		loading:   map[string]*loadCall{},
+		pendDirty: map[string]int{},
+		pendKick:  make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+	}
+	m.wg.Add(1)
+	go m.housekeeping()
+	return m
+}
+
+// Hooks are the global hook chains, run before each agent's own.
+func (m *Manager) Hooks() *Hooks { return m.hooks }
+
+// Providers is the model route registry.
+func (m *Manager) Providers() *llm.Registry { return m.providers }
+
+// SubscribeLive receives every agent's live notifications.
+func (m *Manager) SubscribeLive(fn func(LiveEvent)) (cancel func()) { return m.live.subscribe(fn) }
+
+// Lookup returns a loaded agent without loading it.
+func (m *Manager) Lookup(id string) (*Agent, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.agents[id]
+	return a, ok
+}
+
+// Create starts the agent of a new session (its row already stored).
+func (m *Manager) Create(ctx context.Context, meta Meta) (*Agent, error) {
+	return m.install(meta.ID, func() (*Agent, error) {
+		h := meta.Header
+		h.ID = meta.ID
+		if h.CreatedAt == 0 {
+			h.CreatedAt = m.clock()
+		}
+		l := session.New(h, session.Options{Clock: m.clock, Sink: m.sink(meta.ID)})
+		return m.newAgent(meta, l), nil
+	})
+}
+
+// ForkSeed returns the seed of a child forked from src at boundary (an
+// inclusive seq; -1 = the end). The source must be at a completed-turn
+// boundary there.
+func (m *Manager) ForkSeed(ctx context.Context, srcID string, boundary int64) ([]session.Event, error) {
+	src, err := m.Get(ctx, srcID)
+	if err != nil {
+		return nil, err
+	}
+	return session.Fork(src.log, boundary)
+}
+
+// CreateSeeded starts the agent of a forked or imported session from seed.
+func (m *Manager) CreateSeeded(ctx context.Context, meta Meta, seed []session.Event) (*Agent, error) {
+	a, err := m.install(meta.ID, func() (*Agent, error) {
+		h := meta.Header
+		h.ID = meta.ID
+		if h.CreatedAt == 0 {
+			h.CreatedAt = m.clock()
+		}
+		h.SeedLength = int64(len(seed))
+		l, err := session.NewSeeded(h, seed, session.Options{Clock: m.clock, Sink: m.sink(meta.ID)})
+		if err != nil {
+			return nil, err
+		}
+		return m.newAgent(meta, l), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, m.store.Flush(ctx, meta.ID)
+}
+
+// Get returns the live agent of a session, loading it (with crash repair)
+// when needed. Concurrent calls share one load.
+func (m *Manager) Get(ctx context.Context, id string) (*Agent, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrDisposed
+	}
+	if a, ok := m.agents[id]; ok {
+		m.mu.Unlock()
+		return a, nil
+	}
+	if c, ok := m.loading[id]; ok {
+		m.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.agent, c.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c := &loadCall{done: make(chan struct{})}
+	m.loading[id] = c
+	m.mu.Unlock()
+
+	c.agent, c.err = m.load(ctx, id)
+
+	m.mu.Lock()
+	delete(m.loading, id)
+	if c.err == nil {
+		m.agents[id] = c.agent
+	}
+	m.mu.Unlock()
+	close(c.done)
+	return c.agent, c.err
+}
+
+func (m *Manager) load(ctx context.Context, id string) (*Agent, error) {
+	meta, err := m.store.SessionMeta(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	l, err := m.store.LoadLog(ctx, id, m.clock)
+	if err != nil {
+		return nil, fmt.Errorf("load session %s: %w", id, err)
+	}
+	a := m.newAgent(meta, l)
+	nextTurn, nextStep, err := session.Inbox(l.Events(0, l.Len()), l.Header().SeedLength)
+	if err != nil {
+		return nil, fmt.Errorf("load session %s inbox: %w", id, err)
+	}
+	a.nextTurn, a.nextStep = nextTurn, nextStep
+	return a, nil
+}
+
+func (m *Manager) install(id string, build func() (*Agent, error)) (*Agent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrDisposed
+	}
+	if _, ok := m.agents[id]; ok {
+		return nil, fmt.Errorf("session %s is already live", id)
+	}
+	a, err := build()
+	if err != nil {
+		return nil, err
+	}
+	m.agents[id] = a
+	return a, nil
+}
+
+func (m *Manager) newAgent(meta Meta, l *session.Log) *Agent {
+	return &Agent{
+		id:        meta.ID,
+		m:         m,
+		log:       l,
+		logger:    m.logger.With("session", meta.ID),
+		scope:     m.tools.NewScope(),
+		workspace: meta.Workspace,
+		defaults:  llm.CallConfig{Provider: meta.Provider, Model: meta.Model},
+		status:    StatusIdle,
+		lastIdle:  time.Now(),
+	}
+}
+
+func (m *Manager) sink(id string) func(session.Event) {
+	return func(ev session.Event) { m.store.Enqueue(id, ev) }
+}
+
+// Pin keeps an agent loaded while a viewer follows its log; the returned
+// func releases it.
+func (m *Manager) Pin(ctx context.Context, id string) (*Agent, func(), error) {
+	for {
+		a, err := m.Get(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		m.mu.Lock()
+		if m.agents[id] != a { // unloaded between Get and the pin
+			m.mu.Unlock()
+			continue
+		}
+		a.pins++
+		m.mu.Unlock()
+		var once sync.Once
+		return a, func() {
+			once.Do(func() {
+				m.mu.Lock()
+				a.pins--
+				m.mu.Unlock()
+			})
+		}, nil
+	}
+}
+
+// Resume loads every session with waiting queue items and runs them. Called
+// once at server start; interrupted turns were closed by crash repair.
+func (m *Manager) Resume(ctx context.Context) error {
+	ids, err := m.store.PendingInboxSessions(ctx)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	var errs []error
+	for _, id := range ids {
+		a, err := m.Get(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		a.mu.Lock()
+		if a.pendingLocked() {
+			a.wakeLocked()
+		}
+		a.mu.Unlock()
+		m.logger.Info("resumed session with queued input", "session", id)
+	}
+	return errors.Join(errs...)
+}
+
+// Shutdown cancels running turns (keeping their queues for the next start),
+// waits for every agent to go idle, and flushes.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	agents := make([]*Agent, 0, len(m.agents))
+	for _, a := range m.agents {
+		agents = append(agents, a)
+	}
+	m.mu.Unlock()
+
+	for _, a := range agents {
+		a.Cancel(session.CancelCause{Kind: session.CauseShutdown}, true)
+	}
+	var errs []error
+	for _, a := range agents {
+		if err := a.Wait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("session %s did not stop: %w", a.id, err))
+		}
+		a.mu.Lock()
+		a.disposed = true
+		a.mu.Unlock()
+		if err := m.store.Flush(ctx, a.id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	close(m.stop)
+	m.wg.Wait()
+	m.flushPending(ctx)
+	return errors.Join(errs...)
+}
+
+// agentIdle is called by a driver that just went idle.
+func (m *Manager) agentIdle(a *Agent) {
+	m.mu.Lock()
+	a.lastIdle = time.Now()
+	m.mu.Unlock()
+}
+
+// pendingChanged records the new queue length for persistence (coalesced,
+// written in the background; called with the agent's lock held).
+func (m *Manager) pendingChanged(id string, n int) {
+	m.pendMu.Lock()
+	m.pendDirty[id] = n
+	m.pendMu.Unlock()
+	select {
+	case m.pendKick <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) flushPending(ctx context.Context) {
+	m.pendMu.Lock()
+	dirty := m.pendDirty
+	m.pendDirty = map[string]int{}
+	m.pendMu.Unlock()
+	for id, n := range dirty {
+		if err := m.store.SetPendingInbox(ctx, id, n); err != nil {
+			m.logger.Warn("record pending inbox", "session", id, "err", err)
+		}
+	}
+}
+
+func (m *Manager) housekeeping() {
+	defer m.wg.Done()
+	period := time.Minute
+	if m.opts.IdleUnload > 0 && m.opts.IdleUnload/4 < period {
+		period = max(m.opts.IdleUnload/4, 10*time.Millisecond)
+	}
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.pendKick:
+			m.flushPending(context.Background())
+		case <-tick.C:
+			m.unloadIdle()
+		}
+	}
+}
+
+// unloadIdle drops agents idle for longer than IdleUnload with no viewer;
+// the next Get reloads them from the store.
+func (m *Manager) unloadIdle() {
+	if m.opts.IdleUnload <= 0 {
+		return
+	}
+	var gone []*Agent
+	m.mu.Lock()
+	for id, a := range m.agents {
+		a.mu.Lock()
+		idle := a.status == StatusIdle && !a.maintenance && len(a.pending) == 0
+		if idle && a.pins == 0 && time.Since(a.lastIdle) > m.opts.IdleUnload {
+			a.disposed = true
+			delete(m.agents, id)
+			gone = append(gone, a)
+		}
+		a.mu.Unlock()
+	}
+	m.mu.Unlock()
+	for _, a := range gone {
+		if err := m.store.Flush(context.Background(), a.id); err != nil {
+			m.logger.Warn("flush unloaded agent", "session", a.id, "err", err)
+		}
+		m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: a.id})
+	}
+}
+
+// Loaded returns the number of live agents (metrics).
+func (m *Manager) Loaded() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.agents)
+}
+
+// Running returns the number of running agents (metrics).
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, a := range m.agents {
+		if a.Status() == StatusRunning {
+			n++
+		}
+	}
+	return n
+}

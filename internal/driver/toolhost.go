@@ -1,0 +1,74 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"harness/internal/llm"
+	"harness/internal/session"
+	"harness/internal/tools"
+)
+
+// toolSink logs a step's tool activity for the scheduler.
+type toolSink struct {
+	a          *Agent
+	turn, step int
+}
+
+// CallStarted appends tool/call and makes it durable before the body runs,
+// so crash repair can tell a started call (outcome unknown) from one that
+// never started.
+func (s *toolSink) CallStarted(call *tools.Call) (int64, error) {
+	ev, err := s.a.log.Append(session.TypeToolCall, session.ToolCall{
+		Turn: s.turn, Step: s.step, CallID: call.ID, Name: call.Name, Arguments: call.RawArguments,
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := s.a.m.store.Flush(context.Background(), s.a.id); err != nil {
+		return 0, fmt.Errorf("flush before tool body: %w", err)
+	}
+	return ev.Seq, nil
+}
+
+// Commit appends tool/result citing its call, then queues the result's
+// additional contexts for the next step.
+func (s *toolSink) Commit(call *tools.Call, callSeq int64, r tools.Result) error {
+	content := r.Content
+	if content == nil {
+		content = []llm.ContentBlock{}
+	}
+	msg := llm.ToolResultMessage(llm.NewID(), call.ID, content, r.IsError)
+	data := session.ToolResult{Turn: s.turn, Step: s.step, Message: msg, Error: r.Error}
+	if len(r.Meta) > 0 && json.Valid(r.Meta) {
+		data.Meta = r.Meta
+	}
+	if _, err := s.a.log.AppendSurface(session.TypeToolResult, data, session.Append(), []int64{callSeq}); err != nil {
+		return err
+	}
+	return s.a.appendContexts(r.AdditionalContexts)
+}
+
+// toolEnv is what tool bodies see of their agent.
+type toolEnv struct {
+	a          *Agent
+	turn, step int
+}
+
+func (e *toolEnv) Workspace() string { return e.a.workspace }
+
+func (e *toolEnv) PermissionMode() session.PermissionMode { return e.a.log.State().Mode }
+
+func (e *toolEnv) Emit(t session.Type, data any) error {
+	_, err := e.a.log.Append(t, data)
+	return err
+}
+
+func (e *toolEnv) Approve(ctx context.Context, call *tools.Call, reason string) session.ApprovalOutcome {
+	return e.a.requestApproval(ctx, e.turn, call, reason)
+}
+
+func (e *toolEnv) Ask(ctx context.Context, call *tools.Call, qs []session.Question) ([]session.Answer, error) {
+	return e.a.askQuestions(ctx, e.turn, call, qs)
+}
