@@ -2,11 +2,16 @@ package models
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"harness/internal/session"
 )
 
 func TestWriterRoundTrip10k(t *testing.T) {
@@ -421,4 +426,34 @@ func TestWriterForgetDropsQueuedEvents(t *testing.T) {
 	if err := s.W.Flush(t.Context(), id); err != nil {
 		t.Errorf("flush of a deleted session = %v", err)
 	}
+}
+
+// The title column follows the last session/title event of each batch.
+func TestWriterKeepsTitleColumn(t *testing.T) {
+	t.Parallel()
+	forEachDB(t, func(t *testing.T, db *DB) {
+		s := newTestStore(t, db, WriterOptions{})
+		id := mustCreate(t, s, &Session{OwnerID: "o", Title: "old"}).ID
+		title := func(seq int64, text string) session.Event {
+			data, _ := json.Marshal(session.SessionTitle{Title: text, Source: session.TitleUser})
+			return session.Event{Seq: seq, Time: 1, Type: session.TypeSessionTitle, Data: data}
+		}
+		s.W.Enqueue(id, title(0, "first"))
+		s.W.Enqueue(id, title(1, "second"))
+		if err := s.W.Flush(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		row, err := s.GetSession(t.Context(), id)
+		if err != nil || row.Title != "second" {
+			t.Fatalf("title = %q, %v; want the last one", row.Title, err)
+		}
+		s.W.Enqueue(id, title(2, strings.Repeat("é", 200)))
+		if err := s.W.Flush(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		row, _ = s.GetSession(t.Context(), id)
+		if len(row.Title) > 255 || !utf8.ValidString(row.Title) || !strings.HasPrefix(row.Title, "ééé") {
+			t.Fatalf("long title stored as %q (%d bytes)", row.Title, len(row.Title))
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"harness/internal/session"
 )
@@ -102,6 +103,7 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 		}
 	}()
 	update := rebind(t.pg, `UPDATE sessions SET head = ?, updated_at = ? WHERE id = ? AND head = ?`)
+	setTitle := rebind(t.pg, `UPDATE sessions SET title = ? WHERE id = ?`)
 	stale = make([]bool, len(parts))
 	var rows []eventRowRef
 	for i, p := range parts {
@@ -120,6 +122,13 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 		}
 		for j := range p.rows {
 			rows = append(rows, eventRowRef{p.st.id, &p.rows[j]})
+		}
+		// The title column follows the log's last session/title, in the
+		// same transaction, so lists never disagree with the log.
+		if title, ok := lastTitle(p.evs); ok {
+			if _, err := tx.ExecContext(ctx, setTitle, title, p.st.id); err != nil {
+				return nil, fmt.Errorf("update title of %s: %w", p.st.id, err)
+			}
 		}
 	}
 	for len(rows) > 0 {
@@ -203,4 +212,31 @@ func rebind(pg bool, q string) string {
 		sb.WriteRune(r)
 	}
 	return sb.String()
+}
+
+// lastTitle returns the title of the last session/title event in evs.
+func lastTitle(evs []queued) (string, bool) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].ev.Type != session.TypeSessionTitle {
+			continue
+		}
+		t, err := session.Decode[session.SessionTitle](evs[i].ev)
+		if err != nil {
+			return "", false
+		}
+		return truncateTitle(t.Title), true
+	}
+	return "", false
+}
+
+// truncateTitle keeps a title within the column (255 bytes, whole runes).
+func truncateTitle(s string) string {
+	if len(s) <= 255 {
+		return s
+	}
+	cut := 255
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
