@@ -505,3 +505,27 @@ func (m *Manager) Running() int {
 	}
 	return n
 }
+
+// Remove stops a session's agent for good (the session is being deleted):
+// the running turn is cancelled with cause disposed, the agent waits idle and
+// leaves the manager. Later calls on the removed agent fail with ErrDisposed.
+func (m *Manager) Remove(ctx context.Context, id string) error {
+	m.mu.Lock()
+	a, ok := m.agents[id]
+	if ok {
+		delete(m.agents, id)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	a.disposed = true
+	a.mu.Unlock()
+	a.Cancel(session.CancelCause{Kind: session.CauseDisposed}, false)
+	if err := a.Wait(ctx); err != nil {
+		return fmt.Errorf("remove session %s: %w", id, err)
+	}
+	m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: id})
+	return nil
+}
