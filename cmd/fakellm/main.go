@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -21,14 +22,18 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "fakellm:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run serves until ctx is done; ready, when set, receives the base URL.
+func run(ctx context.Context, args []string, logOut io.Writer, ready func(url string)) error {
 	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
+	fs.SetOutput(logOut)
 	addr := fs.String("addr", "127.0.0.1:8089", "listen address")
 	script := fs.String("script", "", "JSON script file (default: the offline demo model)")
 	scale := fs.Float64("time-scale", 1, "multiplier for every pacing delay (0: no pauses)")
@@ -42,7 +47,7 @@ func run(args []string) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	opts := []fake.Option{fake.WithLogger(log), fake.WithTimeScale(*scale), fake.WithChunkDelay(*delay)}
 
 	var srv *fake.Server
@@ -60,9 +65,9 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("fake model listening", "url", url, "chat", url+"/v1/chat/completions", "script", *script)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	if ready != nil {
+		ready(url)
+	}
 	<-ctx.Done()
 	log.Info("shutting down")
 	return srv.Close()

@@ -1,0 +1,353 @@
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits of the demo's long:/think: rules.
+const maxDemoChunks = 100_000
+
+// NewDemo returns the offline demo model: a server whose Responder follows
+// the rules in the package documentation. It lists the model "demo".
+func NewDemo(opts ...Option) *Server {
+	s := NewServer(Script{}, append([]Option{WithModels("demo")}, opts...)...)
+	d := demo{delay: s.chunkDelay}
+	s.script.Responder = d.reply
+	return s
+}
+
+// demo holds the demo model's settings.
+type demo struct {
+	delay time.Duration
+}
+
+// demoTurn is what the demo reads from a request.
+type demoTurn struct {
+	msgs     []WireMessage
+	last     int // index of the message to answer
+	thinking bool
+	rawSize  int
+}
+
+func (d demo) reply(rec Recorded) Reply {
+	t := demoTurn{msgs: rec.Messages(), last: -1, thinking: thinkingEnabled(rec.Body), rawSize: len(rec.Raw)}
+	for i := len(t.msgs) - 1; i >= 0; i-- {
+		m := t.msgs[i]
+		if m.Role == "system" || (m.Role == "user" && isRuntimeContext(m.Text())) {
+			continue
+		}
+		t.last = i
+		break
+	}
+	switch rec.Header.Get("X-Harness-Purpose") {
+	case "session-title":
+		return d.finish(t, "", title(t.msgs), nil)
+	case "compaction":
+		return d.finish(t, "", summary(t.msgs), nil)
+	}
+	if t.last < 0 {
+		return d.finish(t, "There is nothing to answer yet.", "Hello! This is the offline demo model. Send me a message.", nil)
+	}
+	if m := t.msgs[t.last]; m.Role == "tool" {
+		return d.afterTool(t, m)
+	}
+	return d.prompt(t, strings.TrimSpace(t.msgs[t.last].Text()))
+}
+
+// prompt applies the rules to the last user message.
+func (d demo) prompt(t demoTurn, p string) Reply {
+	rule, arg := cutRule(p)
+	callID := "call_demo_" + strconv.Itoa(len(t.msgs))
+	switch rule {
+	case "run":
+		if arg != "" {
+			return d.call(t, "The user wants me to run `"+oneLine(arg)+"`. I'll use the bash tool.", callID, "bash",
+				struct {
+					Command     string `json:"command"`
+					Description string `json:"description"`
+				}{arg, "Run " + arg})
+		}
+	case "read":
+		if arg != "" {
+			return d.call(t, "I'll read `"+arg+"` with the read tool.", callID, "read",
+				struct {
+					FilePath string `json:"file_path"`
+				}{arg})
+		}
+	case "write":
+		path, content, _ := strings.Cut(arg, "\n")
+		if path = strings.TrimSpace(path); path != "" {
+			return d.call(t, "I'll write "+strconv.Itoa(len(content))+" bytes to `"+path+"`.", callID, "write",
+				struct {
+					FilePath string `json:"file_path"`
+					Content  string `json:"content"`
+				}{path, content})
+		}
+	case "ask":
+		if arg != "" {
+			type option struct {
+				Label string `json:"label"`
+			}
+			type question struct {
+				ID       string   `json:"id"`
+				Question string   `json:"question"`
+				Options  []option `json:"options"`
+			}
+			return d.call(t, "I should ask the user before going on.", callID, "ask_user",
+				struct {
+					Questions []question `json:"questions"`
+				}{[]question{{"q1", arg, []option{{"yes"}, {"no"}}}}})
+		}
+	case "todo":
+		type todo struct {
+			Content string `json:"content"`
+			Status  string `json:"status"`
+		}
+		var todos []todo
+		for _, item := range strings.Split(arg, ";") {
+			if item = strings.TrimSpace(item); item != "" {
+				todos = append(todos, todo{item, "pending"})
+			}
+		}
+		if len(todos) > 0 {
+			return d.call(t, "I'll record "+strconv.Itoa(len(todos))+" todos.", callID, "todo_write",
+				struct {
+					Todos []todo `json:"todos"`
+				}{todos})
+		}
+	case "long":
+		if n, ok := count(arg); ok {
+			return d.long(t, n)
+		}
+	case "think":
+		if n, ok := count(arg); ok {
+			return d.think(t, n)
+		}
+	}
+	return d.finish(t, "The user wrote "+strconv.Itoa(len(p))+" characters. No rule matches, so I'll quote the message back.",
+		"This is the **offline demo model**: no real model was called.\n\nYou wrote:\n\n"+quote(p)+
+			"\n\nTry one of these prompts:\n\n"+
+			"- `run: ls -la` runs a shell command\n"+
+			"- `read: README.md` reads a file\n"+
+			"- `write: notes.txt` with the content on the next lines writes a file\n"+
+			"- `ask: Shall I continue?` asks you a question\n"+
+			"- `todo: plan; build; test` records a todo list\n"+
+			"- `long: 200` or `think: 50` stream many chunks\n", nil)
+}
+
+// afterTool answers the tool result m for the call it answers.
+func (d demo) afterTool(t demoTurn, m WireMessage) Reply {
+	name, args := findCall(t.msgs[:t.last], m.ToolCallID)
+	out := m.Text()
+	failed := strings.HasPrefix(out, "Error")
+	var a struct {
+		Command  string `json:"command"`
+		FilePath string `json:"file_path"`
+		Todos    []struct {
+			Content string `json:"content"`
+		} `json:"todos"`
+	}
+	_ = json.Unmarshal([]byte(args), &a) // unreadable arguments leave the fields empty
+	switch {
+	case failed:
+		return d.finish(t, "The "+name+" tool failed; I'll report the error.",
+			"The `"+name+"` tool reported an error:\n\n"+fenced(out), nil)
+	case name == "bash":
+		return d.finish(t, "The command finished; I'll show its output.",
+			"I ran `"+oneLine(a.Command)+"`. Output:\n\n"+fenced(strings.TrimRight(out, "\n")), nil)
+	case name == "read":
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		head := lines[:min(5, len(lines))]
+		return d.finish(t, "I read the file; I'll summarise it.",
+			fmt.Sprintf("`%s` has %d lines. It starts with:\n\n%s", a.FilePath, len(lines), fenced(strings.Join(head, "\n"))), nil)
+	case name == "write":
+		return d.finish(t, "The file was written.", "Wrote `"+a.FilePath+"`. The tool said: "+oneLine(out), nil)
+	case name == "ask_user":
+		return d.finish(t, "The user answered; I'll confirm the choice.", answerText(out), nil)
+	case name == "todo_write":
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "Recorded %d todos:\n\n", len(a.Todos))
+		for _, td := range a.Todos {
+			sb.WriteString("- [ ] " + td.Content + "\n")
+		}
+		return d.finish(t, "The todo list is saved.", sb.String(), nil)
+	default:
+		return d.finish(t, "A tool returned; I'll show its result.", "The `"+name+"` tool returned:\n\n"+fenced(out), nil)
+	}
+}
+
+// call answers with reasoning and one tool call.
+func (d demo) call(t demoTurn, reasoning, id, name string, args any) Reply {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(args); err != nil {
+		buf.Reset()
+		buf.WriteString("{}")
+	}
+	return d.finish(t, reasoning, "", []ToolCall{{ID: id, Name: name, Arguments: strings.TrimSpace(buf.String()), Fragments: 4}})
+}
+
+// finish builds a paced reply with deterministic usage.
+func (d demo) finish(t demoTurn, reasoning, text string, calls []ToolCall) Reply {
+	if !t.thinking {
+		reasoning = ""
+	}
+	r := Reply{Reasoning: reasoning, Text: text, ToolCalls: calls, Delay: d.delay}
+	r.Usage = d.usage(t, r.frames(0))
+	return r
+}
+
+func (d demo) long(t demoTurn, n int) Reply {
+	words := strings.Fields("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor")
+	frames := make([]Frame, n)
+	for i := range frames {
+		w := words[i%len(words)] + " "
+		if (i+1)%40 == 0 {
+			w = words[i%len(words)] + ".\n\n"
+		}
+		frames[i] = Frame{Text: w, Delay: d.delay}
+	}
+	r := Reply{Frames: frames}
+	r.Usage = d.usage(t, frames)
+	return r
+}
+
+func (d demo) think(t demoTurn, n int) Reply {
+	frames := make([]Frame, 0, n+6)
+	for i := range n {
+		frames = append(frames, Frame{Reasoning: "Thought " + strconv.Itoa(i+1) + ". ", Delay: d.delay})
+	}
+	for _, s := range split("I thought in "+strconv.Itoa(n)+" steps.", 0) {
+		frames = append(frames, Frame{Text: s, Delay: d.delay})
+	}
+	r := Reply{Frames: frames}
+	r.Usage = d.usage(t, frames)
+	return r
+}
+
+// usage is plausible and deterministic: about four bytes per token; every
+// prompt but the newest message counts as a cache hit, in 64-token blocks.
+func (d demo) usage(t demoTurn, frames []Frame) *Usage {
+	u := Reply{}.usage(frames, t.rawSize)
+	if t.last >= 0 && len(t.msgs) > 1 {
+		fresh := int64(len(t.msgs[t.last].Text())/4 + 16)
+		u.CacheHitTokens = max(0, (u.PromptTokens-fresh)/64*64)
+	}
+	return &u
+}
+
+// cutRule splits "rule: argument" for the known rules.
+func cutRule(p string) (rule, arg string) {
+	head, rest, ok := strings.Cut(p, ":")
+	if !ok {
+		return "", ""
+	}
+	switch r := strings.ToLower(strings.TrimSpace(head)); r {
+	case "run", "read", "write", "ask", "todo", "long", "think":
+		if r == "write" {
+			// The content starts on the next line and is kept verbatim.
+			return r, strings.TrimLeft(rest, " \t")
+		}
+		return r, strings.TrimSpace(rest)
+	}
+	return "", ""
+}
+
+func count(s string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return min(n, maxDemoChunks), true
+}
+
+// isRuntimeContext recognises the driver's runtime-context snapshots, which
+// follow the prompt and are not what the user asked.
+func isRuntimeContext(text string) bool {
+	t := strings.ToLower(strings.TrimSpace(text))
+	return strings.HasPrefix(t, "current runtime context") || strings.HasPrefix(t, "runtime context") ||
+		strings.HasPrefix(t, "<runtime-context")
+}
+
+func thinkingEnabled(body map[string]any) bool {
+	th, _ := body["thinking"].(map[string]any)
+	return th == nil || th["type"] != "disabled"
+}
+
+// findCall returns the name and arguments of the call with id.
+func findCall(msgs []WireMessage, id string) (name, args string) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, c := range msgs[i].ToolCalls {
+			if c.ID == id {
+				return c.Function.Name, c.Function.Arguments
+			}
+		}
+	}
+	return "unknown", ""
+}
+
+// answerText reads an ask_user result {"answers":[{"id","selected":[...]}]}.
+func answerText(out string) string {
+	var res struct {
+		Answers []struct {
+			ID       string   `json:"id"`
+			Selected []string `json:"selected"`
+		} `json:"answers"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Answers) == 0 || len(res.Answers[0].Selected) == 0 {
+		return "I could not read a choice from your answer:\n\n" + fenced(out)
+	}
+	return "You chose **" + strings.Join(res.Answers[0].Selected, ", ") + "**."
+}
+
+func title(msgs []WireMessage) string {
+	for _, m := range msgs {
+		if m.Role == "user" && !isRuntimeContext(m.Text()) {
+			words := strings.Fields(m.Text())
+			return strings.Join(words[:min(6, len(words))], " ")
+		}
+	}
+	return "Demo session"
+}
+
+func summary(msgs []WireMessage) string {
+	var lastUser string
+	for _, m := range msgs {
+		if m.Role == "user" && !isRuntimeContext(m.Text()) && strings.TrimSpace(m.Text()) != "" {
+			lastUser = m.Text()
+		}
+	}
+	return fmt.Sprintf("Summary of the conversation so far (offline demo model): %d messages were exchanged. The latest request was:\n\n%s",
+		len(msgs), quote(lastUser))
+}
+
+func quote(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = "> " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fenced wraps s in a code fence longer than any backtick run inside it.
+func fenced(s string) string {
+	if s == "" {
+		s = "(no output)"
+	}
+	fence := "```"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	return fence + "\n" + s + "\n" + fence
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

@@ -1,0 +1,148 @@
+package fake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Recorded is one chat request the server received.
+type Recorded struct {
+	// Index is the request's position among chat requests, from 0.
+	Index  int         `json:"index"`
+	Method string      `json:"method"`
+	Path   string      `json:"path"`
+	Header http.Header `json:"header"`
+	// Body is the decoded JSON body (nil when it was not a JSON object).
+	Body map[string]any `json:"body"`
+	// Raw is the body as received.
+	Raw []byte `json:"-"`
+}
+
+// WireMessage is one message of a chat request, as sent.
+type WireMessage struct {
+	Role             string         `json:"role"`
+	Content          ContentText    `json:"content"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []WireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+}
+
+// WireToolCall is a tool call inside an assistant wire message.
+type WireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// ContentText is message content as text: the string, or the joined text
+// of an array of parts.
+type ContentText string
+
+func (c *ContentText) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*c = ""
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = ContentText(s)
+		return nil
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return fmt.Errorf("message content: %w", err)
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		sb.WriteString(p.Text)
+	}
+	*c = ContentText(sb.String())
+	return nil
+}
+
+// Text returns the content as text.
+func (m WireMessage) Text() string { return string(m.Content) }
+
+// Messages decodes the request's messages; nil when the body has none.
+func (r Recorded) Messages() []WireMessage {
+	var body struct {
+		Messages []WireMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(r.Raw, &body); err != nil {
+		return nil
+	}
+	return body.Messages
+}
+
+// Model returns the requested model id.
+func (r Recorded) Model() string {
+	s, _ := r.Body["model"].(string)
+	return s
+}
+
+// Requests returns a copy of every chat request received so far.
+func (s *Server) Requests() []Recorded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Recorded(nil), s.records...)
+}
+
+// WaitRequests waits until at least n chat requests arrived (for at most the
+// server's wait timeout, 10 s unless set with WithWaitTimeout) and returns
+// them all; on timeout it returns what it has, so the caller's assertion
+// fails instead of hanging.
+func (s *Server) WaitRequests(n int) []Recorded {
+	ctx, cancel := context.WithTimeout(context.Background(), s.waitTimeout)
+	defer cancel()
+	recs, _ := s.WaitRequestsContext(ctx, n)
+	return recs
+}
+
+// WaitRequestsContext waits until at least n chat requests arrived or ctx
+// is done, and returns the requests received so far.
+func (s *Server) WaitRequestsContext(ctx context.Context, n int) ([]Recorded, error) {
+	for {
+		s.mu.Lock()
+		if len(s.records) >= n {
+			out := append([]Recorded(nil), s.records...)
+			s.mu.Unlock()
+			return out, nil
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return s.Requests(), fmt.Errorf("wait for %d requests: %w", n, context.Cause(ctx))
+		}
+	}
+}
+
+// record stores one request and wakes waiters.
+func (s *Server) record(r *http.Request, raw []byte) Recorded {
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		body = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := Recorded{
+		Index: len(s.records), Method: r.Method, Path: r.URL.Path,
+		Header: r.Header.Clone(), Body: body, Raw: raw,
+	}
+	s.records = append(s.records, rec)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return rec
+}

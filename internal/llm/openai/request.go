@@ -1,0 +1,247 @@
+package openai
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	goai "github.com/sashabaranov/go-openai"
+
+	"harness/internal/llm"
+)
+
+// noOutput replaces an empty tool result: providers reject empty tool content.
+const noOutput = "(no output)"
+
+// wirePatch holds what go-openai's request struct cannot express; the
+// transport applies it to the encoded body (see transport.go).
+type wirePatch struct {
+	// thinking is the DeepSeek top-level switch: "enabled", "disabled" or "".
+	thinking string
+	// zeroTemperature sends an explicit temperature 0, which go-openai's
+	// omitempty float drops.
+	zeroTemperature bool
+}
+
+// buildRequest maps an llm.Request to the go-openai request plus the patch.
+// A failure here is raised before any I/O.
+func (p *Provider) buildRequest(req llm.Request) (goai.ChatCompletionRequest, wirePatch, *llm.Failure) {
+	model := req.Model
+	if model == "" {
+		model = p.cfg.DefaultModel
+	}
+	info := p.info.Model(model)
+
+	var patch wirePatch
+	thinking, effort, f := p.resolveEffort(info, req)
+	if f != nil {
+		return goai.ChatCompletionRequest{}, patch, f
+	}
+	patch.thinking = thinking
+
+	msgs, f := p.messages(req.System, req.Messages)
+	if f != nil {
+		return goai.ChatCompletionRequest{}, patch, f
+	}
+
+	out := goai.ChatCompletionRequest{
+		Model:           model,
+		Messages:        msgs,
+		Stream:          true,
+		StreamOptions:   &goai.StreamOptions{IncludeUsage: true},
+		ReasoningEffort: string(effort),
+		Stop:            req.Stop,
+		Tools:           tools(req.Tools),
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = info.DefaultMaxTokens
+	}
+	if maxTokens > 0 {
+		// OpenAI reasoning models refuse max_tokens (go-openai validates it).
+		if p.cfg.Kind == KindOpenAI && completionTokensModel(model) {
+			out.MaxCompletionTokens = maxTokens
+		} else {
+			out.MaxTokens = maxTokens
+		}
+	}
+	if req.Temperature != nil {
+		out.Temperature = float32(*req.Temperature)
+		patch.zeroTemperature = *req.Temperature == 0
+	}
+	return out, patch, nil
+}
+
+// resolveEffort maps the requested effort to the DeepSeek thinking switch
+// and reasoning_effort (upstream §5.4 effort mapping).
+func (p *Provider) resolveEffort(info llm.ModelInfo, req llm.Request) (thinking string, effort llm.Effort, f *llm.Failure) {
+	requested := req.ReasoningEffort
+	if req.Purpose == llm.PurposeTitle {
+		// Titles never think: they must be fast and cheap.
+		if p.cfg.Kind == KindDeepSeek {
+			return "disabled", "", nil
+		}
+		return "", "", nil
+	}
+	effort = requested
+	if effort == "" {
+		effort = info.DefaultEffort
+	}
+	if effort == "" {
+		effort = p.cfg.DefaultEffort
+	}
+	if p.cfg.Kind == KindDeepSeek && effort == "" {
+		effort = llm.EffortHigh
+	}
+	if requested != "" && len(info.Efforts) > 0 && !slices.Contains(info.Efforts, requested) {
+		return "", "", &llm.Failure{Code: llm.CodeUnsupportedEffort,
+			Message: "reasoning effort " + string(requested) + " is not supported by model " + info.ID}
+	}
+
+	if p.cfg.Kind != KindDeepSeek {
+		if effort == llm.EffortOff {
+			return "", "", nil
+		}
+		return "", effort, nil
+	}
+	if !p.cfg.Thinking {
+		if requested != "" && requested != llm.EffortOff {
+			return "", "", &llm.Failure{Code: llm.CodeUnsupportedEffort,
+				Message: "thinking is disabled on route " + p.cfg.Name + "; only effort off is allowed"}
+		}
+		return "disabled", "", nil
+	}
+	if effort == llm.EffortOff {
+		return "disabled", "", nil
+	}
+	return "enabled", effort, nil
+}
+
+// messages serializes the system prompt and history (upstream §5.4 Messages).
+func (p *Provider) messages(system string, history []llm.Message) ([]goai.ChatCompletionMessage, *llm.Failure) {
+	out := make([]goai.ChatCompletionMessage, 0, len(history)+1)
+	if system != "" {
+		out = append(out, goai.ChatCompletionMessage{Role: goai.ChatMessageRoleSystem, Content: system})
+	}
+	for _, m := range history {
+		if f := rejectImages(m.Content); f != nil {
+			return nil, f
+		}
+		switch m.Role {
+		case llm.RoleSystem:
+			out = append(out, goai.ChatCompletionMessage{Role: goai.ChatMessageRoleSystem, Content: joinText(m.Content, llm.BlockText)})
+		case llm.RoleAssistant:
+			out = append(out, p.assistant(m))
+		default:
+			out = append(out, user(m)...)
+		}
+	}
+	return out, nil
+}
+
+// assistant serializes an assistant message; content is "" rather than
+// absent when there is no text (the transport keeps the empty string).
+func (p *Provider) assistant(m llm.Message) goai.ChatCompletionMessage {
+	msg := goai.ChatCompletionMessage{Role: goai.ChatMessageRoleAssistant, Content: joinText(m.Content, llm.BlockText)}
+	if p.cfg.Kind == KindDeepSeek {
+		// Reasoning passback: DeepSeek expects the reasoning of every
+		// reasoned turn back, so a tool loop keeps its chain of thought.
+		msg.ReasoningContent = joinText(m.Content, llm.BlockReasoning)
+	}
+	for _, b := range m.Content {
+		if b.Type != llm.BlockToolCall {
+			continue
+		}
+		args := b.Arguments
+		if strings.TrimSpace(args) == "" {
+			args = "{}" // an empty argument string is the empty object
+		}
+		msg.ToolCalls = append(msg.ToolCalls, goai.ToolCall{
+			ID: b.ID, Type: goai.ToolTypeFunction,
+			Function: goai.FunctionCall{Name: b.Name, Arguments: args},
+		})
+	}
+	return msg
+}
+
+// user serializes a user message: its text (when it has text or carries no
+// tool results), then one tool message per tool-result block.
+func user(m llm.Message) []goai.ChatCompletionMessage {
+	var results []llm.ContentBlock
+	for _, b := range m.Content {
+		if b.Type == llm.BlockToolResult {
+			results = append(results, b)
+		}
+	}
+	text := joinText(m.Content, llm.BlockText)
+	out := make([]goai.ChatCompletionMessage, 0, len(results)+1)
+	if text != "" || len(results) == 0 {
+		out = append(out, goai.ChatCompletionMessage{Role: goai.ChatMessageRoleUser, Content: text})
+	}
+	for _, r := range results {
+		content := joinText(r.Content, llm.BlockText)
+		if content == "" {
+			content = noOutput
+		}
+		out = append(out, goai.ChatCompletionMessage{Role: goai.ChatMessageRoleTool, ToolCallID: r.ToolCallID, Content: content})
+	}
+	return out
+}
+
+// rejectImages fails on image blocks: no catalog model declares image input.
+func rejectImages(blocks []llm.ContentBlock) *llm.Failure {
+	for _, b := range blocks {
+		if b.Type == llm.BlockImage {
+			return llm.Errorf(llm.CodeUnsupportedContent, "image input is not supported by this model route")
+		}
+		if b.Type == llm.BlockToolResult {
+			if f := rejectImages(b.Content); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// joinText concatenates the text of the blocks of type t.
+func joinText(blocks []llm.ContentBlock, t llm.BlockType) string {
+	var sb strings.Builder
+	for _, b := range blocks {
+		if b.Type == t {
+			sb.WriteString(b.Text)
+		}
+	}
+	return sb.String()
+}
+
+// emptyParameters is the schema of a tool that takes no arguments.
+const emptyParameters = `{"type":"object","properties":{}}`
+
+// tools maps tool schemas; nil when there are none, so the field is omitted.
+func tools(schemas []llm.ToolSchema) []goai.Tool {
+	if len(schemas) == 0 {
+		return nil
+	}
+	out := make([]goai.Tool, 0, len(schemas))
+	for _, s := range schemas {
+		params := s.Parameters
+		if len(params) == 0 || string(params) == "null" {
+			params = json.RawMessage(emptyParameters)
+		}
+		out = append(out, goai.Tool{Type: goai.ToolTypeFunction, Function: &goai.FunctionDefinition{
+			Name: s.Name, Description: s.Description, Parameters: params,
+		}})
+	}
+	return out
+}
+
+// completionTokensModel reports OpenAI reasoning models, which take
+// max_completion_tokens instead of max_tokens.
+func completionTokensModel(model string) bool {
+	for _, prefix := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(model, prefix) {
+			return true
+		}
+	}
+	return false
+}
