@@ -28,7 +28,7 @@ import (
 // server over loopback HTTP, the built-in tools in a temp workspace, and a
 // manager that verifies every request against the log.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	fake   *fake.Server
 	store  *models.Store
@@ -37,7 +37,10 @@ type harness struct {
 	ws     string
 	dir    string
 	live   *liveRecorder
+	route  [2]string // provider, model of new sessions
 	closed bool
+	logger *slog.Logger
+	mopts  driver.Options
 }
 
 type harnessOpt func(*harnessConfig)
@@ -47,6 +50,15 @@ type harnessConfig struct {
 	retry       llm.RetryPolicy
 	managerOpts func(*driver.Options)
 	noAgent     bool
+	provider    llm.Provider // when set, sessions use it instead of the fake server
+}
+
+// withProvider makes sessions use p (an in-process provider).
+func withProvider(p llm.Provider) harnessOpt { return func(c *harnessConfig) { c.provider = p } }
+
+// withManager adjusts the manager options.
+func withManager(fn func(*driver.Options)) harnessOpt {
+	return func(c *harnessConfig) { c.managerOpts = fn }
 }
 
 func withMaxParallel(n int) harnessOpt { return func(c *harnessConfig) { c.maxParallel = n } }
@@ -60,7 +72,7 @@ func fastRetry() llm.RetryPolicy {
 	return p
 }
 
-func newHarness(t *testing.T, script fake.Script, opts ...harnessOpt) *harness {
+func newHarness(t testing.TB, script fake.Script, opts ...harnessOpt) *harness {
 	t.Helper()
 	cfg := harnessConfig{retry: fastRetry()}
 	for _, o := range opts {
@@ -96,6 +108,14 @@ func newHarness(t *testing.T, script fake.Script, opts ...harnessOpt) *harness {
 		t.Fatal(err)
 	}
 	reg.SetDefault("fake", "fake-model")
+	route := [2]string{"fake", "fake-model"}
+	if cfg.provider != nil {
+		if err := reg.Register(cfg.provider); err != nil {
+			t.Fatal(err)
+		}
+		info := cfg.provider.Info()
+		route = [2]string{info.Name, info.DefaultModel}
+	}
 	treg := tools.NewRegistry()
 	if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
 		t.Fatal(err)
@@ -105,7 +125,7 @@ func newHarness(t *testing.T, script fake.Script, opts ...harnessOpt) *harness {
 		cfg.managerOpts(&mopts)
 	}
 	mgr := driver.NewManager(logger, driverstore.Store{S: st}, mopts)
-	h := &harness{t: t, ctx: ctx, fake: srv, store: st, mgr: mgr, dir: dir, ws: filepath.Join(dir, "ws"), live: &liveRecorder{}}
+	h := &harness{t: t, ctx: ctx, fake: srv, store: st, mgr: mgr, dir: dir, ws: filepath.Join(dir, "ws"), live: &liveRecorder{}, route: route, logger: logger, mopts: mopts}
 	if err := os.MkdirAll(h.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -122,18 +142,36 @@ func newHarness(t *testing.T, script fake.Script, opts ...harnessOpt) *harness {
 	return h
 }
 
-// newSession stores a session row and starts its agent.
-func (h *harness) newSession(id string) *driver.Agent {
+// newSessionRow stores a session row.
+func (h *harness) newSessionRow(id string) *models.Session {
 	h.t.Helper()
-	row := &models.Session{ID: id, OwnerID: "u1", Workspace: h.ws, Provider: "fake", Model: "fake-model"}
+	row := &models.Session{ID: id, OwnerID: "u1", Workspace: h.ws, Provider: h.route[0], Model: h.route[1]}
 	if err := h.store.CreateSession(h.ctx, row); err != nil {
 		h.t.Fatal(err)
 	}
+	return row
+}
+
+// newSession stores a session row and starts its agent.
+func (h *harness) newSession(id string) *driver.Agent {
+	h.t.Helper()
+	row := h.newSessionRow(id)
 	a, err := h.mgr.Create(h.ctx, driverstore.MetaOf(row))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return a
+}
+
+// restart shuts the manager down gracefully and starts a new one on the
+// same store, as a server restart does; the agent is loaded again lazily.
+func (h *harness) restart() {
+	h.t.Helper()
+	h.shutdown()
+	h.closed = false
+	h.mgr = driver.NewManager(h.logger, driverstore.Store{S: h.store}, h.mopts)
+	h.mgr.SubscribeLive(h.live.record)
+	h.agent = nil
 }
 
 func (h *harness) shutdown() {
@@ -360,4 +398,9 @@ func equal(t *testing.T, what string, got, want []string) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("%s:\n got  %v\n want %v", what, got, want)
 	}
+}
+
+func fileExists(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(dir, name))
+	return err == nil
 }

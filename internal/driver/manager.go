@@ -388,6 +388,11 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Unlock()
 
 	for _, a := range agents {
+		// Disposed first: the aborted driver must not start the queued
+		// turns; they run at the next start.
+		a.mu.Lock()
+		a.disposed = true
+		a.mu.Unlock()
 		a.Cancel(session.CancelCause{Kind: session.CauseShutdown}, true)
 	}
 	var errs []error
@@ -395,9 +400,6 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		if err := a.Wait(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("session %s did not stop: %w", a.id, err))
 		}
-		a.mu.Lock()
-		a.disposed = true
-		a.mu.Unlock()
 		if err := m.store.Flush(ctx, a.id); err != nil {
 			errs = append(errs, err)
 		}

@@ -164,7 +164,7 @@ func (a *Agent) contextSnapshot(asm *Assembly) (*llm.Message, error) {
 // lastSnapshotText finds the newest runtime-context snapshot on the surface
 // (a replacement that shadowed it makes the next step re-send it).
 func (a *Agent) lastSnapshotText() (string, bool) {
-	msgs := a.log.DeriveMessages()
+	msgs := a.log.History()
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		if m.Source.Kind == llm.SourcePlugin && m.Source.Plugin == llm.PluginRuntimeContext {

@@ -62,7 +62,7 @@ func (a *Agent) buildRequest(ctx context.Context, turn, step int, system string,
 		CallConfig: cfg,
 		System:     system,
 		Tools:      schemas,
-		Messages:   a.log.DeriveMessages(),
+		Messages:   a.log.History(),
 		SessionID:  a.id,
 	}
 	if a.m.opts.VerifyRequests {

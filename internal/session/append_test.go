@@ -202,3 +202,28 @@ func TestEnsureEndSeed(t *testing.T) {
 		t.Fatalf("second call appended: %v %v", appended, err)
 	}
 }
+
+// History is a stable view: appends after it and replacements never change
+// what it shows.
+func TestHistoryViewIsStable(t *testing.T) {
+	t.Parallel()
+	l := newTestLog()
+	s := newScript(t, l)
+	s.startTurn()
+	s.startStep()
+	u1 := s.user("u1", "one")
+	u2 := s.user("u2", "two")
+	view := l.History()
+	if len(view) != 2 || cap(view) != 2 {
+		t.Fatalf("view len %d cap %d", len(view), cap(view))
+	}
+	s.user("u3", "three")
+	summary := llm.UserText("summary", llm.Source{Kind: llm.SourcePlugin, Plugin: llm.PluginCompact})
+	s.surface(TypeUserMessage, summary, Replace(u1.Seq, u2.Seq), []int64{u1.Seq, u2.Seq})
+	if view[0].ID != "u1" || view[1].ID != "u2" {
+		t.Fatalf("view changed: %v", messageIDs(view))
+	}
+	if got := messageIDs(l.History()); len(got) != 2 || got[0] != summary.ID || got[1] != "u3" {
+		t.Fatalf("history after replace %v", got)
+	}
+}

@@ -13,6 +13,18 @@ func (l *Log) DeriveMessages() []llm.Message {
 	return append(make([]llm.Message, 0, len(l.derived)), l.derived...)
 }
 
+// History is DeriveMessages without the copy: a read-only view that shares
+// the log's backing array (capacity capped, so later appends never show
+// through; a replacement rebuilds into a new array, so the view never
+// changes). Callers must not modify it. Hot paths use it: a long session's
+// history is large and every step reads it.
+func (l *Log) History() []llm.Message {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	n := len(l.derived)
+	return l.derived[:n:n]
+}
+
 // deriveAppended extends the derived history with a newly appended node.
 func (l *Log) deriveAppended(msg *llm.Message) {
 	if msg != nil {
@@ -23,7 +35,8 @@ func (l *Log) deriveAppended(msg *llm.Message) {
 // deriveRebuild recomputes the derived history after a replacement changed
 // ReplaceGeneration.
 func (l *Log) deriveRebuild() {
-	l.derived = l.derived[:0]
+	// A new array: views handed out by History keep the old one.
+	l.derived = make([]llm.Message, 0, len(l.surface.nodes))
 	for _, seq := range l.surface.nodes {
 		if m := l.records[seq].msg; m != nil {
 			l.derived = append(l.derived, *m)

@@ -1,0 +1,101 @@
+package driver_test
+
+import (
+	"slices"
+	"testing"
+
+	"harness/internal/llm"
+	"harness/internal/llm/fake"
+	"harness/internal/session"
+)
+
+// A graceful restart keeps the queue: the running turn ends aborted with
+// cause shutdown, and the new process runs the queued message at start.
+func TestRestartRunsQueuedMessage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, script(stallAfter(fake.Frame{Text: "long"}), textReply("the queued one ran")))
+	h.followup("long job")
+	waitChunk(h, llm.ChunkTextDelta)
+	queued := h.followup("do this next")
+	h.restart()
+
+	row, err := h.store.GetSession(h.ctx, "s1")
+	if err != nil || row.PendingInbox != 1 {
+		t.Fatalf("pending inbox = %d, %v; want 1", row.PendingInbox, err)
+	}
+	if err := h.mgr.Resume(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.mgr.Get(h.ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.agent = a
+	h.idle()
+	ends := h.turnEnds()
+	if len(ends) != 2 || ends[0].Kind != session.ReasonAborted || ends[0].Cause.Kind != session.CauseShutdown || ends[1].Kind != session.ReasonCompleted {
+		t.Fatalf("ends %+v\n%s", ends, h.dump())
+	}
+	msgs := find[llm.Message](h, session.TypeUserMessage)
+	if !slices.ContainsFunc(msgs, func(m llm.Message) bool { return m.ID == queued.ID }) {
+		t.Fatal("the queued message never entered a turn")
+	}
+	hdrs := find[session.RequestHeader](h, session.TypeRequestHeader)
+	if hdrs[len(hdrs)-1].Reason != session.HeaderResume {
+		t.Fatalf("the new process should log a resume header, got %+v", hdrs)
+	}
+	if row, _ := h.store.GetSession(h.ctx, "s1"); row.PendingInbox != 0 {
+		t.Fatalf("pending inbox = %d after the run", row.PendingInbox)
+	}
+}
+
+// A crash while an approval is pending: on load the turn is repaired once,
+// the approval withdrawn, the started call's outcome marked unknown; loading
+// again appends nothing.
+func TestCrashRepairWithdrawsPendingApproval(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, script(toolReply(call("c1", "write", map[string]any{"file_path": "f", "content": "x"}))))
+	h.followup("write")
+	h.waitEvent(isType(session.TypeApprovalAsked))
+	if err := h.store.W.Flush(h.ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	// What a crashed process leaves on disk: the log up to the pending
+	// approval, copied to a second session as its stored log.
+	crashed := h.events()
+	h.newSessionRow("s2")
+	for _, ev := range crashed {
+		h.store.W.Enqueue("s2", ev)
+	}
+	if err := h.store.W.Flush(h.ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
+
+	a, err := h.mgr.Get(h.ctx, "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closers := a.Log().Events(int64(len(crashed)), a.Log().Len())
+	equal(t, "closers", typesOf(closers), []string{"approval/decided", "tool/result", "step/end", "turn/end"})
+	d, _ := session.Decode[session.ApprovalDecided](closers[0])
+	r, _ := session.Decode[session.ToolResult](closers[1])
+	te, _ := session.Decode[session.TurnEnd](closers[3])
+	if d.Outcome != session.ApprovalCancelled || r.Error.Code != session.CodeToolOutcomeUnknown || te.Reason.Kind != session.ReasonInterrupted {
+		t.Fatalf("closers %+v %+v %+v", d, r, te)
+	}
+	if len(a.PendingInteractions()) != 0 {
+		t.Fatal("a repaired session still has pending interactions")
+	}
+	h.check(a)
+
+	// Load again in a fresh process: nothing more is appended.
+	n := a.Log().Len()
+	h.restart()
+	a2, err := h.mgr.Get(h.ctx, "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a2.Log().Len() != n {
+		t.Fatalf("second load grew the log from %d to %d", n, a2.Log().Len())
+	}
+}
