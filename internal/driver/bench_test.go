@@ -63,4 +63,3 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
 }
-
