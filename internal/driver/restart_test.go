@@ -1,9 +1,14 @@
 package driver_test
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"harness/internal/driver"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/session"
@@ -97,5 +102,73 @@ func TestCrashRepairWithdrawsPendingApproval(t *testing.T) {
 	}
 	if a2.Log().Len() != n {
 		t.Fatalf("second load grew the log from %d to %d", n, a2.Log().Len())
+	}
+}
+
+// Idle agents without viewers unload after IdleUnload and reload from the
+// store on demand with their whole log; a pinned agent stays.
+func TestIdleUnloadAndReload(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, script(textReply("one"), textReply("two")),
+		withManager(func(o *driver.Options) { o.IdleUnload = 20 * time.Millisecond }))
+	h.followup("first")
+	h.idle()
+	n := h.agent.Log().Len()
+
+	pinned := h.newSession("s2")
+	_, unpin, err := h.mgr.Pin(h.ctx, "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := h.mgr.Lookup("s1"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("idle agent never unloaded")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if a, ok := h.mgr.Lookup("s2"); !ok || a != pinned {
+		t.Fatal("a pinned agent was unloaded")
+	}
+	unpin()
+	if err := h.agent.Followup(h.ctx, userMsg("stale handle")); !errors.Is(err, driver.ErrDisposed) {
+		t.Fatalf("an unloaded agent accepted input: %v", err)
+	}
+	a, err := h.mgr.Get(h.ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Log().Len() != n {
+		t.Fatalf("reloaded log has %d events, want %d", a.Log().Len(), n)
+	}
+	h.agent = a
+	h.followup("second")
+	h.idle()
+	if ends := h.turnEnds(); len(ends) != 2 || ends[1].Kind != session.ReasonCompleted {
+		t.Fatalf("ends %+v", ends)
+	}
+}
+
+// A panicking hook ends its turn in error; the agent keeps working.
+func TestPanickingHookEndsTurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, script(textReply("fine")))
+	remove := h.agent.Hooks().OnRequest(func(ctx context.Context, p *driver.RequestPayload, next func(context.Context) (llm.CallConfig, error)) (llm.CallConfig, error) {
+		panic("hook bug")
+	})
+	h.followup("hi")
+	h.idle()
+	end := h.lastTurnEnd()
+	if end.Kind != session.ReasonError || end.Error.Code != driver.CodeHookFailed || !strings.Contains(end.Error.Message, "hook bug") {
+		t.Fatalf("end %+v", end)
+	}
+	remove()
+	h.followup("again")
+	h.idle()
+	if h.lastTurnEnd().Kind != session.ReasonCompleted {
+		t.Fatal(h.dump())
 	}
 }
