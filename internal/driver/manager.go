@@ -55,6 +55,10 @@ type Options struct {
 	Tools          *tools.Registry // global tool definitions; default empty
 	ToolHooks      *ToolHooks      // global tool hooks; default none
 	Providers      *llm.Registry   // model routes (required)
+	// OnLoad runs on every cold-loaded log after crash repair, before the
+	// agent is published (e.g. compaction closes a dead bracket with an
+	// end-seed marker).
+	OnLoad func(l *session.Log) error
 }
 
 // ToolHooks are pipeline hooks applied to every agent's tool calls.
@@ -281,6 +285,11 @@ func (m *Manager) load(ctx context.Context, id string) (*Agent, error) {
 	l, err := m.store.LoadLog(ctx, id, m.clock)
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", id, err)
+	}
+	if m.opts.OnLoad != nil {
+		if err := m.opts.OnLoad(l); err != nil {
+			return nil, fmt.Errorf("load session %s: %w", id, err)
+		}
 	}
 	a := m.newAgent(meta, l)
 	nextTurn, nextStep, err := session.Inbox(l.Events(0, l.Len()), l.Header().SeedLength)
