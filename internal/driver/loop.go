@@ -76,6 +76,7 @@ func (a *Agent) turn(act *activity) (reason session.TurnEndReason) {
 		if _, err := a.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turnNo, Reason: reason}); err != nil {
 			a.reportError(turnNo, step, err)
 		}
+		a.m.opts.Observer.TurnEnded(reason.Kind)
 		if err := a.m.store.Flush(context.WithoutCancel(ctx), a.id); err != nil {
 			a.reportError(turnNo, step, fmt.Errorf("flush at turn end: %w", err))
 		}

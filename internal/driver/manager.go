@@ -59,6 +59,8 @@ type Options struct {
 	// agent is published (e.g. compaction closes a dead bracket with an
 	// end-seed marker).
 	OnLoad func(l *session.Log) error
+	// Observer receives metrics events; nil means none.
+	Observer Observer
 }
 
 // ToolHooks are pipeline hooks applied to every agent's tool calls.
@@ -155,6 +157,9 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 	}
 	if opts.Providers == nil {
 		opts.Providers = llm.NewRegistry()
+	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
 	}
 	m := &Manager{
 		logger:    logger,

@@ -31,10 +31,12 @@ func (a *Agent) step(ctx context.Context, act *activity, turn, step int, asm *As
 			return nil, &llm.Failure{Code: CodePersistence, Message: fmt.Sprintf("session not durable before the request: %v", err)}
 		}
 
+		began := time.Now()
 		res, err := a.stream(ctx, turn, step, prov, req)
 		if err != nil {
 			return nil, err
 		}
+		a.observeRequest(ctx, req.Provider, res, time.Since(began))
 		if ctx.Err() != nil {
 			a.finalizeInterrupted(turn, step, res)
 			return nil, ctx.Err()
@@ -89,6 +91,19 @@ func (a *Agent) step(ctx context.Context, act *activity, turn, step int, asm *As
 		}
 		return nil, nil
 	}
+}
+
+func (a *Agent) observeRequest(ctx context.Context, provider string, res *streamResult, took time.Duration) {
+	var code llm.Code
+	if ctx.Err() != nil {
+		code = llm.CodeAborted
+	} else if fin := res.asm.Finish(); fin.Kind == llm.FinishError || fin.Kind == llm.FinishAborted {
+		code = llm.CodeUnknown
+		if fin.Failure != nil {
+			code = fin.Failure.Code
+		}
+	}
+	a.m.opts.Observer.RequestDone(provider, code, took)
 }
 
 // streamResult is one attempt's assembled stream and its chunk seqs.

@@ -47,6 +47,11 @@ func (s *toolSink) Commit(call *tools.Call, callSeq int64, r tools.Result) error
 	if _, err := s.a.log.AppendSurface(session.TypeToolResult, data, session.Append(), []int64{callSeq}); err != nil {
 		return err
 	}
+	var code session.ToolError
+	if r.Error != nil {
+		code = *r.Error
+	}
+	s.a.m.opts.Observer.ToolDone(call.Name, toolOutcome(code, r.IsError))
 	return s.a.appendContexts(r.AdditionalContexts)
 }
 

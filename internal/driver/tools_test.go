@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -383,4 +384,52 @@ func liveInGroup(t *testing.T, pgid int) []string {
 		alive = append(alive, s[:strings.LastIndexByte(s, ')')+1])
 	}
 	return alive
+}
+
+// recordingObserver counts what the Observer is told.
+type recordingObserver struct {
+	mu       sync.Mutex
+	turns    []session.ReasonKind
+	requests []llm.Code
+	tools    []string
+}
+
+func (o *recordingObserver) TurnEnded(r session.ReasonKind) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.turns = append(o.turns, r)
+}
+
+func (o *recordingObserver) RequestDone(_ string, code llm.Code, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.requests = append(o.requests, code)
+}
+
+func (o *recordingObserver) ToolDone(name, outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.tools = append(o.tools, name+":"+outcome)
+}
+
+// The Observer sees every turn, request attempt and tool result.
+func TestObserver(t *testing.T) {
+	t.Parallel()
+	obs := &recordingObserver{}
+	h := newHarness(t, script(
+		fake.Reply{Error: &fake.HTTPError{Status: 500, Message: "boom"}},
+		toolReply(call("c1", "read", map[string]any{"file_path": "missing.txt"}), call("c2", "teleport", map[string]any{})),
+		textReply("done"),
+	), withManager(func(o *driver.Options) { o.Observer = obs }))
+	h.followup("go")
+	h.idle()
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.turns) != 1 || obs.turns[0] != session.ReasonCompleted {
+		t.Fatalf("turns %v", obs.turns)
+	}
+	if len(obs.requests) != 3 || obs.requests[0] != llm.CodeServer || obs.requests[1] != "" || obs.requests[2] != "" {
+		t.Fatalf("requests %v", obs.requests)
+	}
+	equal(t, "tools", obs.tools, []string{"read:error", "teleport:error"})
 }

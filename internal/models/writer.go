@@ -35,6 +35,10 @@ type WriterOptions struct {
 	// RetryBackoff is the first retry's wait, doubled per retry (default
 	// 10ms). After the retries the batch waits up to 1s before trying again.
 	RetryBackoff time.Duration
+	// OnBatch is told about every committed transaction: its event count and
+	// how long the commit took (metrics). It runs on the writer goroutine and
+	// must not block.
+	OnBatch func(events int, took time.Duration)
 }
 
 const (

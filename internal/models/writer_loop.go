@@ -145,6 +145,7 @@ func (w *Writer) write(parts []*part) bool {
 	}
 
 	at := now()
+	began := time.Now()
 	var stale []bool
 	for attempt := 0; len(ok) > 0; attempt++ {
 		stale, err = w.tx.commit(w.ctx, ok, at)
@@ -170,6 +171,9 @@ func (w *Writer) write(parts []*part) bool {
 		if stale[i] {
 			p.err = w.explainStale(p)
 		}
+	}
+	if w.opts.OnBatch != nil && len(ok) > 0 {
+		w.opts.OnBatch(countEvents(ok), time.Since(began))
 	}
 	w.resolve(parts, nil)
 	return true

@@ -457,3 +457,31 @@ func TestWriterKeepsTitleColumn(t *testing.T) {
 		}
 	})
 }
+
+// OnBatch sees every committed transaction.
+func TestWriterOnBatch(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var events, batches int
+	s := newTestStore(t, openSQLiteTest(t), WriterOptions{OnBatch: func(n int, took time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		events += n
+		batches++
+		if took <= 0 {
+			t.Errorf("commit took %v", took)
+		}
+	}})
+	id := mustCreate(t, s, &Session{OwnerID: "o"}).ID
+	for seq := range int64(30) {
+		s.W.Enqueue(id, variedEvent(id, seq))
+	}
+	if err := s.W.Flush(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if events != 30 || batches == 0 || uint64(batches) != s.W.Stats().Batches {
+		t.Fatalf("OnBatch saw %d events in %d batches; stats %+v", events, batches, s.W.Stats())
+	}
+}
