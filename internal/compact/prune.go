@@ -117,14 +117,18 @@ func (p *Pruner) PruneLog(l *session.Log) (PruneResult, error) {
 			return res, fmt.Errorf("prune tool result %d: %w", seq, err)
 		}
 		before := EstimateMessage(tr.Message)
-		if _, err := l.Append(session.TypeCompactionPrune, session.CompactionPrune{
-			ShadowedRange:      session.SeqRange{Start: seq, End: seq},
-			ShadowedSeqs:       []int64{seq},
-			ShadowedTokenCount: before,
+		// The marker and its replacing result go in together: nothing may
+		// land between them.
+		if _, err := l.AppendGroup(func(int64) ([]session.Draft, error) {
+			return []session.Draft{
+				{Type: session.TypeCompactionPrune, Data: session.CompactionPrune{
+					ShadowedRange:      session.SeqRange{Start: seq, End: seq},
+					ShadowedSeqs:       []int64{seq},
+					ShadowedTokenCount: before,
+				}},
+				{Type: session.TypeToolResult, Data: data, SurfaceOp: session.Replace(seq, seq), SourceEventSeqs: []int64{seq}},
+			}, nil
 		}); err != nil {
-			return res, fmt.Errorf("prune tool result %d: %w", seq, err)
-		}
-		if _, err := l.AppendSurface(session.TypeToolResult, data, session.Replace(seq, seq), []int64{seq}); err != nil {
 			return res, fmt.Errorf("prune tool result %d: %w", seq, err)
 		}
 		after := tr.Message

@@ -130,25 +130,29 @@ func summarizeRegion(ctx context.Context, r region, id string, startSeq int64) (
 		return outcome{}, fmt.Errorf("the summary (%d estimated tokens) is not smaller than the history it replaces (%d)", cpTokens, r.rng.Tokens)
 	}
 	shadowed := session.SeqRange{Start: r.rng.Start, End: r.rng.End}
-	sumEv, err := l.Append(session.TypeCompactionSum, session.CompactionSummary{
-		CompactionID:       id,
-		Summary:            sum.blocks,
-		ShadowedRange:      shadowed,
-		ShadowedSeqs:       r.rng.Seqs,
-		ShadowedTokenCount: r.rng.Tokens,
-		Provider:           sum.provider,
-		Model:              sum.model,
-		MaxTokens:          sum.maxTokens,
-		Usage:              sum.usage,
+	// The summary and the checkpoint replacing the range go in together:
+	// nothing may land between them.
+	evs, err := l.AppendGroup(func(next int64) ([]session.Draft, error) {
+		return []session.Draft{
+			{Type: session.TypeCompactionSum, Data: session.CompactionSummary{
+				CompactionID:       id,
+				Summary:            sum.blocks,
+				ShadowedRange:      shadowed,
+				ShadowedSeqs:       r.rng.Seqs,
+				ShadowedTokenCount: r.rng.Tokens,
+				Provider:           sum.provider,
+				Model:              sum.model,
+				MaxTokens:          sum.maxTokens,
+				Usage:              sum.usage,
+			}},
+			{Type: session.TypeUserMessage, Data: cp, SurfaceOp: session.Replace(r.rng.Start, r.rng.End),
+				SourceEventSeqs: append([]int64{startSeq, next}, r.rng.Seqs...)},
+		}, nil
 	})
 	if err != nil {
 		return outcome{}, fmt.Errorf("compaction summary: %w", err)
 	}
-	sources := append([]int64{startSeq, sumEv.Seq}, r.rng.Seqs...)
-	cpEv, err := l.AppendSurface(session.TypeUserMessage, cp, session.Replace(r.rng.Start, r.rng.End), sources)
-	if err != nil {
-		return outcome{}, fmt.Errorf("compaction checkpoint: %w", err)
-	}
+	cpEv := evs[1]
 	return outcome{
 		CompactionID:     id,
 		ShadowedRange:    shadowed,

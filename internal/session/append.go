@@ -154,3 +154,39 @@ func atType(t Type, err error) error {
 	}
 	return err
 }
+
+// AppendGroup appends the events build returns under one lock, so no other
+// append lands between them (compaction's summary and its checkpoint, a
+// prune marker and its replacing result). build gets the seq the first
+// event will take, to cite earlier events of the group, and must not call
+// the log. Drafts are validated in order; on an error the events before it
+// stay appended (and are returned) and the rest are dropped.
+func (l *Log) AppendGroup(build func(next int64) ([]Draft, error)) ([]Event, error) {
+	l.mu.Lock()
+	drafts, err := build(int64(len(l.records)))
+	if err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	out := make([]Event, 0, len(drafts))
+	for _, d := range drafts {
+		if IsSurface(d.Type) != (d.SurfaceOp != nil) {
+			err = errorf(CodeInvalidSurface, "%s: a surface op goes with surface types only", d.Type)
+			break
+		}
+		var raw []byte
+		if raw, err = encodeData(d.Data); err != nil {
+			err = atType(d.Type, err)
+			break
+		}
+		ev := Event{Seq: int64(len(l.records)), Time: l.clock(), Type: d.Type, Data: raw, SurfaceOp: d.SurfaceOp, SourceEventSeqs: d.SourceEventSeqs}
+		var a admitted
+		if a, err = l.admit(ev.clone(), isPayloadOf(d.Type, d.Data)); err != nil {
+			break
+		}
+		l.apply(a)
+		out = append(out, a.ev.clone())
+	}
+	l.publishAndUnlock()
+	return out, err
+}

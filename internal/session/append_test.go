@@ -2,8 +2,10 @@ package session
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"harness/internal/llm"
@@ -225,5 +227,60 @@ func TestHistoryViewIsStable(t *testing.T) {
 	}
 	if got := messageIDs(l.History()); len(got) != 2 || got[0] != summary.ID || got[1] != "u3" {
 		t.Fatalf("history after replace %v", got)
+	}
+}
+
+// AppendGroup: events of a group are contiguous even under concurrent
+// appends, may cite each other, and a failing draft keeps the earlier ones.
+func TestAppendGroup(t *testing.T) {
+	t.Parallel()
+	l := newTestLog()
+	s := newScript(t, l)
+	s.startTurn()
+	s.startStep()
+	u := s.user("u1", "hello")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if _, err := l.Append(TypeTodoWrite, TodoWrite{Todos: []Todo{}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	})
+	for range 50 {
+		got, err := l.AppendGroup(func(next int64) ([]Draft, error) {
+			return []Draft{
+				{Type: TypeCompactionPrune, Data: CompactionPrune{ShadowedRange: SeqRange{u.Seq, u.Seq}, ShadowedSeqs: []int64{}}},
+				{Type: TypeTodoWrite, Data: TodoWrite{Todos: []Todo{{Content: fmt.Sprint(next), Status: TodoPending}}}},
+			}, nil
+		})
+		if err != nil || len(got) != 2 || got[1].Seq != got[0].Seq+1 {
+			t.Fatalf("group %v, %v", got, err)
+		}
+		tw, _ := Decode[TodoWrite](got[1])
+		if tw.Todos[0].Content != fmt.Sprint(got[0].Seq) {
+			t.Fatalf("build saw next %s, first event got %d", tw.Todos[0].Content, got[0].Seq)
+		}
+	}
+	close(stop)
+	wg.Wait()
+
+	n := l.Len()
+	got, err := l.AppendGroup(func(int64) ([]Draft, error) {
+		return []Draft{
+			{Type: TypeTodoWrite, Data: TodoWrite{Todos: []Todo{}}},
+			{Type: TypeUserMessage, Data: llm.UserText("x", llm.Source{Kind: llm.SourceUser})}, // no surface op
+			{Type: TypeTodoWrite, Data: TodoWrite{Todos: []Todo{}}},
+		}, nil
+	})
+	if err == nil || len(got) != 1 || l.Len() != n+1 {
+		t.Fatalf("failing group: %d appended, len %d→%d, err %v", len(got), n, l.Len(), err)
 	}
 }
