@@ -1,0 +1,104 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// FollowOptions tune Follow.
+type FollowOptions struct {
+	// MinBackoff and MaxBackoff bound the wait between reconnects
+	// (defaults 100 ms and 5 s; jittered).
+	MinBackoff, MaxBackoff time.Duration
+	// OnReconnect, when set, is told about every reconnect and its cause.
+	OnReconnect func(since int64, cause error)
+}
+
+// Follow follows a session across connection losses: it dials, subscribes
+// from since and hands every push to handle; when the connection ends
+// (a slow-consumer cut, a server restart, the network) it dials again with
+// backoff and resubscribes from the last event seq handled, so handle sees
+// every session/event exactly once and in seq order. It returns when ctx
+// ends (ctx's error), when handle fails (its error), or when the server
+// refuses the subscription for good (not_found, forbidden, unauthorized).
+func (c *Client) Follow(ctx context.Context, session string, since int64, handle func(Push) error, opts ...FollowOptions) error {
+	var o FollowOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Second
+	}
+	last := since
+	backoff := o.MinBackoff
+	for {
+		cause := c.followOnce(ctx, session, &last, handle, func() { backoff = o.MinBackoff })
+		var he *handlerError
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(cause, &he):
+			return he.err
+		case errTerminal(cause):
+			return cause
+		}
+		if o.OnReconnect != nil {
+			o.OnReconnect(last, cause)
+		}
+		wait := backoff/2 + rand.N(backoff/2+1)
+		backoff = min(backoff*2, o.MaxBackoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+type handlerError struct{ err error }
+
+func (e *handlerError) Error() string { return e.err.Error() }
+
+// followOnce runs one connection; it returns why it ended.
+func (c *Client) followOnce(ctx context.Context, session string, last *int64, handle func(Push) error, connected func()) error {
+	cn, err := c.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer cn.sock.CloseNow()
+	sub, err := cn.Subscribe(ctx, session, *last)
+	if err != nil {
+		return err
+	}
+	connected()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case p, ok := <-sub.C:
+			if !ok {
+				if err := cn.Err(); err != nil {
+					return err
+				}
+				return errors.New("subscription closed")
+			}
+			if p.Ch == ChEvent && p.Event != nil {
+				if p.Event.Seq <= *last {
+					continue // already handled before a reconnect
+				}
+				*last = p.Event.Seq
+			}
+			if err := handle(p); err != nil {
+				return &handlerError{err}
+			}
+			if p.Ch == ChClosed {
+				return &Error{Code: "closed", Message: "session closed: " + p.Reason}
+			}
+		}
+	}
+}

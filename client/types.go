@@ -1,0 +1,238 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Session statuses.
+const (
+	StatusIdle    = "idle"
+	StatusRunning = "running"
+)
+
+// SessionRow is a session as lists and the sidebar show it.
+type SessionRow struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	OwnerID   string    `json:"ownerId"`
+	ParentID  string    `json:"parentId,omitempty"`
+	Provider  string    `json:"provider"`
+	Model     string    `json:"model"`
+	Mode      string    `json:"mode"`
+	Archived  bool      `json:"archived"`
+	Status    string    `json:"status"`
+	Head      int64     `json:"head"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Session is one session in full.
+type Session struct {
+	SessionRow
+	ForkSeq      *int64        `json:"forkSeq,omitempty"`
+	Queue        Queue         `json:"queue"`
+	Interactions []Interaction `json:"interactions"`
+}
+
+// SessionList is a page of sessions.
+type SessionList struct {
+	Sessions []SessionRow `json:"sessions"`
+	Next     string       `json:"next,omitempty"`
+}
+
+// NewSession are CreateSession's options; all optional.
+type NewSession struct {
+	Title    string `json:"title,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Mode     string `json:"mode,omitempty"` // read-only | ask | auto
+}
+
+// ListOptions select sessions.
+type ListOptions struct {
+	Q        string
+	Archived *bool
+	Limit    int
+	Cursor   string
+}
+
+// Patch changes a session; nil fields stay.
+type Patch struct {
+	Title    *string `json:"title,omitempty"`
+	Archived *bool   `json:"archived,omitempty"`
+	Mode     *string `json:"mode,omitempty"`
+	Provider *string `json:"provider,omitempty"`
+	Model    *string `json:"model,omitempty"`
+}
+
+// Event is one durable log event.
+type Event struct {
+	Seq             int64           `json:"seq"`
+	Time            int64           `json:"time"` // epoch ms
+	Type            string          `json:"type"`
+	Data            json.RawMessage `json:"data"`
+	Ignorable       bool            `json:"ignorable,omitempty"`
+	SurfaceOp       json.RawMessage `json:"surfaceOp,omitempty"`
+	SourceEventSeqs []int64         `json:"sourceEventSeqs,omitempty"`
+}
+
+// EventPage is a range of a log and the log's head.
+type EventPage struct {
+	Events []Event `json:"events"`
+	Head   int64   `json:"head"`
+}
+
+// Queue is a session's pending inbox.
+type Queue struct {
+	Queued   []Message `json:"queued"`
+	Steering []Message `json:"steering"`
+}
+
+// Message is a model-visible message.
+type Message struct {
+	ID      string         `json:"id"`
+	Role    string         `json:"role"`
+	Content []ContentBlock `json:"content"`
+	Source  Source         `json:"source"`
+}
+
+// Text joins the message's text blocks.
+func (m Message) Text() string {
+	var s string
+	for _, b := range m.Content {
+		if b.Type == "text" {
+			s += b.Text
+		}
+	}
+	return s
+}
+
+// ContentBlock is one piece of message content.
+type ContentBlock struct {
+	Type       string         `json:"type"`
+	Text       string         `json:"text,omitempty"`
+	ID         string         `json:"id,omitempty"`
+	Name       string         `json:"name,omitempty"`
+	Arguments  string         `json:"arguments,omitempty"`
+	ToolCallID string         `json:"toolCallId,omitempty"`
+	Content    []ContentBlock `json:"content,omitempty"`
+	IsError    bool           `json:"isError,omitempty"`
+}
+
+// Source is who produced a message.
+type Source struct {
+	Kind     string `json:"kind"`
+	UserID   string `json:"userId,omitempty"`
+	Name     string `json:"name,omitempty"`
+	ClientID string `json:"clientId,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	CallID   string `json:"callId,omitempty"`
+	Plugin   string `json:"plugin,omitempty"`
+}
+
+// Interaction is a pending or resolved approval or question.
+type Interaction struct {
+	ID        string     `json:"id"`
+	Kind      string     `json:"kind"` // approval | question
+	Turn      int        `json:"turn"`
+	CallID    string     `json:"callId,omitempty"`
+	ToolName  string     `json:"toolName,omitempty"`
+	Arguments string     `json:"arguments,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	Questions []Question `json:"questions,omitempty"`
+	Outcome   string     `json:"outcome,omitempty"`
+	By        *Actor     `json:"by,omitempty"`
+}
+
+// Question is one question of a batch.
+type Question struct {
+	ID          string           `json:"id"`
+	Question    string           `json:"question"`
+	Header      string           `json:"header,omitempty"`
+	Options     []QuestionOption `json:"options,omitempty"`
+	MultiSelect bool             `json:"multiSelect,omitempty"`
+}
+
+// QuestionOption is an offered answer.
+type QuestionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+}
+
+// Answer answers one question.
+type Answer struct {
+	ID       string   `json:"id"`
+	Selected []string `json:"selected"`
+	Custom   string   `json:"custom,omitempty"`
+}
+
+// Actor is who did something.
+type Actor struct {
+	UserID string `json:"userId,omitempty"`
+	Name   string `json:"name,omitempty"`
+}
+
+// Failure is a model or driver failure (agent/error).
+type Failure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Status  int    `json:"status,omitempty"`
+}
+
+// Route is a provider and model.
+type Route struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+// Providers are the model routes.
+type Providers struct {
+	Default   Route      `json:"default"`
+	Providers []Provider `json:"providers"`
+}
+
+// Provider is one route.
+type Provider struct {
+	Name         string  `json:"name"`
+	Label        string  `json:"label"`
+	Offline      bool    `json:"offline,omitempty"`
+	DefaultModel string  `json:"defaultModel"`
+	Models       []Model `json:"models"`
+}
+
+// Model is catalog metadata of a model.
+type Model struct {
+	ID            string   `json:"id"`
+	Label         string   `json:"label"`
+	ContextWindow int64    `json:"contextWindow,omitempty"`
+	Efforts       []string `json:"efforts,omitempty"`
+	DefaultEffort string   `json:"defaultEffort,omitempty"`
+}
+
+// Member is a grant on a session.
+type Member struct {
+	UserID      string    `json:"userId"`
+	Name        string    `json:"name"`
+	DisplayName string    `json:"displayName,omitempty"`
+	Role        string    `json:"role"` // collaborator | viewer
+	CreatedAt   time.Time `json:"createdAt"`
+}
+
+// ShareLink is a share link's metadata.
+type ShareLink struct {
+	ID        string     `json:"id"`
+	CreatedBy string     `json:"createdBy"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+}
+
+// NewShareLink is a created link with its token (shown once).
+type NewShareLink struct {
+	ShareLink
+	Token string `json:"token"`
+	Path  string `json:"path"`
+}

@@ -1,0 +1,133 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"harness/internal/auth"
+	"harness/internal/driver"
+	"harness/internal/models"
+	"harness/internal/session"
+)
+
+// Code is a stable error code; clients switch on it.
+type Code string
+
+// Error codes.
+const (
+	CodeBadRequest   Code = "bad_request"
+	CodeUnauthorized Code = "unauthorized"
+	CodeForbidden    Code = "forbidden"
+	CodeNotFound     Code = "not_found"
+	CodeConflict     Code = "conflict"
+	CodeTooLarge     Code = "too_large"
+	CodeBusy         Code = "busy"
+	CodeNotPending   Code = "not_pending"
+	CodeItemNotFound Code = "item_not_found"
+	CodeBadAnswer    Code = "bad_answer"
+	CodeOpenTurn     Code = "open_turn"
+	CodeUnknownOp    Code = "unknown_op"
+	CodeUnavailable  Code = "unavailable"
+	CodeInternal     Code = "internal"
+)
+
+// HTTPStatus is the status a REST response carries for the code.
+func (c Code) HTTPStatus() int {
+	switch c {
+	case CodeBadRequest, CodeBadAnswer, CodeUnknownOp:
+		return http.StatusBadRequest
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeNotFound, CodeItemNotFound:
+		return http.StatusNotFound
+	case CodeConflict, CodeBusy, CodeNotPending, CodeOpenTurn:
+		return http.StatusConflict
+	case CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// Error is a failure as a client sees it: a stable code and a safe message.
+// The cause is for logs only.
+type Error struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	Err     error  `json:"-"`
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return string(e.Code) + ": " + e.Message + ": " + e.Err.Error()
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func wrap(code Code, msg string, err error) *Error {
+	return &Error{Code: code, Message: msg, Err: err}
+}
+
+// AsError classifies any error into an *Error: an *Error in the chain is
+// returned as is; the known errors of auth, models, driver and session map
+// to their codes; anything else is internal, with a generic message.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var in *auth.InputError
+	switch {
+	case errors.As(err, &in):
+		return wrap(CodeBadRequest, in.Reason, err)
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return wrap(CodeUnauthorized, "authentication required", err)
+	case errors.Is(err, auth.ErrForbidden):
+		return wrap(CodeForbidden, "not allowed", err)
+	case errors.Is(err, auth.ErrNotFound), errors.Is(err, models.ErrNotFound):
+		return wrap(CodeNotFound, "not found", err)
+	case errors.Is(err, auth.ErrExists), errors.Is(err, models.ErrExists):
+		return wrap(CodeConflict, "already exists", err)
+	case errors.Is(err, driver.ErrItemNotFound):
+		return wrap(CodeItemNotFound, "queue item not found (it may have been claimed already)", err)
+	case errors.Is(err, driver.ErrNotPending):
+		return wrap(CodeNotPending, "nothing is pending under that id (it may have been answered already)", err)
+	case errors.Is(err, driver.ErrBadAnswer):
+		return wrap(CodeBadAnswer, err.Error(), err)
+	case errors.Is(err, driver.ErrEmptyMessage):
+		return wrap(CodeBadRequest, "message is empty", err)
+	case errors.Is(err, driver.ErrUnknownModel):
+		return wrap(CodeBadRequest, "unknown provider", err)
+	case errors.Is(err, driver.ErrInvalidMode):
+		return wrap(CodeBadRequest, "invalid permission mode", err)
+	case errors.Is(err, driver.ErrBusy), errors.Is(err, driver.ErrNotIdleForTask):
+		return wrap(CodeBusy, "the agent is busy", err)
+	case errors.Is(err, driver.ErrDuplicateID):
+		return wrap(CodeConflict, "a pending message has that id", err)
+	case errors.Is(err, driver.ErrDisposed):
+		return wrap(CodeUnavailable, "the session is shutting down or was deleted", err)
+	case session.CodeOf(err) == session.CodeOpenTurn:
+		return wrap(CodeOpenTurn, "that point is inside a turn; fork at a completed turn boundary", err)
+	case session.CodeOf(err) == session.CodeInvalidBoundary:
+		return wrap(CodeBadRequest, "no event with that seq", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return wrap(CodeUnavailable, "request cancelled or timed out", err)
+	}
+	return wrap(CodeInternal, "internal error", err)
+}

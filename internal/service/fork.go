@@ -1,0 +1,50 @@
+package service
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"harness/internal/auth"
+	"harness/internal/models"
+)
+
+// Fork starts a new session owned by a from the source's log prefix
+// [0, atSeq] (nil: the whole log). The point must lie at a completed turn
+// boundary (else CodeOpenTurn). See the package documentation.
+func (s *Service) Fork(ctx context.Context, a *auth.Actor, id string, atSeq *int64) (Session, error) {
+	if err := s.requireUser(a); err != nil {
+		return Session{}, err
+	}
+	boundary := int64(-1)
+	if atSeq != nil {
+		if *atSeq < 0 {
+			return Session{}, Errorf(CodeBadRequest, "atSeq must be a seq (>= 0)")
+		}
+		boundary = *atSeq
+	}
+	if _, err := s.Authorize(ctx, a, id, auth.ActionFork); err != nil {
+		return Session{}, err
+	}
+	src, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return Session{}, s.fail(ctx, "fork", err)
+	}
+	seed, err := s.mgr.ForkSeed(ctx, id, boundary)
+	if err != nil {
+		return Session{}, s.fail(ctx, "fork", err)
+	}
+	parent := s.rowOf(src, auth.SessionRoleNone)
+	childID := uuid.NewString()
+	row := &models.Session{
+		ID: childID, OwnerID: a.UserID, Title: parent.Title, Workspace: s.workspaceOf(childID),
+		Provider: parent.Provider, Model: parent.Model, Mode: string(parent.Mode),
+		ParentID: id, ForkSeq: int64(len(seed)) - 1, SeedLength: int64(len(seed)),
+	}
+	if err := s.newSession(ctx, row, seed); err != nil {
+		return Session{}, err
+	}
+	s.log.InfoContext(ctx, "session forked", "session", childID, "parent", id, "at", row.ForkSeq, "owner", a.UserID)
+	s.emit(Change{Kind: ChangeUpdated, Session: childID})
+	return s.get(ctx, childID, auth.SessionRoleOwner)
+}

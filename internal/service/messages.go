@@ -1,0 +1,189 @@
+package service
+
+import (
+	"context"
+	"strings"
+
+	"harness/internal/auth"
+	"harness/internal/driver"
+	"harness/internal/llm"
+	"harness/internal/session"
+)
+
+// SendMessage sends a person's message to a session as a followup (its own
+// turn) or a steer (the running turn's next step) and returns the message
+// id. The message records who sent it. It returns once the message is
+// durable.
+func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m Message) (string, error) {
+	content, err := checkContent(m.Content)
+	if err != nil {
+		return "", err
+	}
+	mode := m.Mode
+	if mode == "" {
+		mode = SendFollowup
+	}
+	if mode != SendFollowup && mode != SendSteer {
+		return "", Errorf(CodeBadRequest, "mode must be followup or steer")
+	}
+	if len(m.ClientID) > 128 {
+		return "", Errorf(CodeBadRequest, "client id is longer than 128 bytes")
+	}
+	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
+		return "", err
+	}
+	ag, err := s.agent(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if err := s.checkRoute(ctx, ag); err != nil {
+		return "", err
+	}
+	msg := llm.UserText(content, llm.Source{Kind: llm.SourceUser, UserID: a.UserID, Name: displayName(a), ClientID: m.ClientID})
+	send := ag.Followup
+	if mode == SendSteer {
+		send = ag.Steer
+	}
+	if err := send(ctx, msg); err != nil {
+		return "", s.fail(ctx, "send message", err)
+	}
+	return msg.ID, nil
+}
+
+// checkContent refuses empty and oversized text.
+func checkContent(c string) (string, error) {
+	if len(c) > MaxMessageBytes {
+		return "", Errorf(CodeTooLarge, "message is larger than %d KiB", MaxMessageBytes>>10)
+	}
+	if strings.TrimSpace(c) == "" {
+		return "", Errorf(CodeBadRequest, "message is empty")
+	}
+	return c, nil
+}
+
+// checkRoute refuses input for a session whose model route is gone (e.g. a
+// provider removed from the configuration since).
+func (s *Service) checkRoute(ctx context.Context, ag *driver.Agent) error {
+	rt := Route{}
+	if sel := ag.Log().State().Model; sel != nil {
+		rt = Route{Provider: sel.Provider, Model: sel.Model}
+	} else if row, err := s.store.GetSession(ctx, ag.ID()); err == nil {
+		rt = s.routeOf(row.Provider, row.Model)
+	}
+	if rt.Provider == "" {
+		rt.Provider, _ = s.providers.Default()
+	}
+	if _, ok := s.providers.Get(rt.Provider); !ok {
+		return Errorf(CodeUnavailable, "model route %q is not available", rt.Provider)
+	}
+	return nil
+}
+
+// Cancel aborts the running turn; unless keepInbox, the queue is cleared
+// too. Cancelling an idle session only clears the queue.
+func (s *Service) Cancel(ctx context.Context, a *auth.Actor, id string, keepInbox bool) error {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
+		return err
+	}
+	ag, err := s.agent(ctx, id)
+	if err != nil {
+		return err
+	}
+	ag.Cancel(session.CancelCause{Kind: session.CauseUser, UserID: a.UserID}, keepInbox)
+	return nil
+}
+
+// EditQueueItem replaces the text of a queued message.
+func (s *Service) EditQueueItem(ctx context.Context, a *auth.Actor, id, item, content string) error {
+	if item == "" {
+		return Errorf(CodeBadRequest, "item is required")
+	}
+	c, err := checkContent(content)
+	if err != nil {
+		return err
+	}
+	ag, err := s.writable(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if err := ag.EditPending(ctx, item, []llm.ContentBlock{llm.Text(c)}); err != nil {
+		return s.fail(ctx, "edit queue item", err)
+	}
+	return nil
+}
+
+// RemoveQueueItem removes a queued message.
+func (s *Service) RemoveQueueItem(ctx context.Context, a *auth.Actor, id, item string) error {
+	if item == "" {
+		return Errorf(CodeBadRequest, "item is required")
+	}
+	ag, err := s.writable(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if err := ag.RemovePending(ctx, item); err != nil {
+		return s.fail(ctx, "remove queue item", err)
+	}
+	return nil
+}
+
+// SteerQueueItem moves a queued followup into the running turn ("steer
+// now").
+func (s *Service) SteerQueueItem(ctx context.Context, a *auth.Actor, id, item string) error {
+	if item == "" {
+		return Errorf(CodeBadRequest, "item is required")
+	}
+	ag, err := s.writable(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if err := ag.SteerPending(ctx, item); err != nil {
+		return s.fail(ctx, "steer queue item", err)
+	}
+	return nil
+}
+
+// writable authorizes a write and returns the loaded agent.
+func (s *Service) writable(ctx context.Context, a *auth.Actor, id string) (*driver.Agent, error) {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
+		return nil, err
+	}
+	return s.agent(ctx, id)
+}
+
+// Approve answers a pending approval: allow runs the tool call once, deny
+// rejects it. The first answer wins; later ones get not_pending.
+func (s *Service) Approve(ctx context.Context, a *auth.Actor, id, approval string, d Decision) error {
+	if approval == "" {
+		return Errorf(CodeBadRequest, "approval is required")
+	}
+	if d != DecisionAllow && d != DecisionDeny {
+		return Errorf(CodeBadRequest, "decision must be allow or deny")
+	}
+	ag, err := s.writable(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if err := ag.Approve(ctx, approval, d == DecisionAllow, by(a)); err != nil {
+		return s.fail(ctx, "approve", err)
+	}
+	return nil
+}
+
+// Answer answers a pending question batch; every question needs an answer.
+func (s *Service) Answer(ctx context.Context, a *auth.Actor, id, question string, answers []session.Answer) error {
+	if question == "" {
+		return Errorf(CodeBadRequest, "question is required")
+	}
+	if len(answers) == 0 {
+		return Errorf(CodeBadAnswer, "answers are required")
+	}
+	ag, err := s.writable(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if err := ag.Answer(ctx, question, answers, by(a)); err != nil {
+		return s.fail(ctx, "answer", err)
+	}
+	return nil
+}

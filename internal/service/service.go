@@ -1,0 +1,168 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"harness/internal/auth"
+	"harness/internal/driver"
+	"harness/internal/llm"
+	"harness/internal/models"
+	"harness/internal/session"
+)
+
+// Deps are the service's dependencies.
+type Deps struct {
+	Log     *slog.Logger
+	Store   *models.Store
+	Manager *driver.Manager
+	Auth    *auth.Service
+	// WorkspaceRoot holds one workspace directory per session.
+	WorkspaceRoot string
+}
+
+// Service is the application layer over sessions.
+type Service struct {
+	log       *slog.Logger
+	store     *models.Store
+	mgr       *driver.Manager
+	auth      *auth.Service
+	providers *llm.Registry
+	root      string
+
+	changesMu sync.RWMutex
+	nextSub   int
+	changes   map[int]func(Change)
+}
+
+// New builds a Service. It starts no goroutines.
+func New(d Deps) *Service {
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{
+		log: log, store: d.Store, mgr: d.Manager, auth: d.Auth,
+		providers: d.Manager.Providers(), root: d.WorkspaceRoot,
+		changes: map[int]func(Change){},
+	}
+}
+
+// Manager is the agent manager the service drives (the WebSocket pins and
+// follows agents through it).
+func (s *Service) Manager() *driver.Manager { return s.mgr }
+
+// Authorize checks that a may do act on session id and returns a's role.
+// Errors are *Error (unauthorized, not_found, forbidden, internal).
+func (s *Service) Authorize(ctx context.Context, a *auth.Actor, id string, act auth.Action) (auth.SessionRole, error) {
+	if id == "" {
+		return auth.SessionRoleNone, Errorf(CodeBadRequest, "session is required")
+	}
+	role, err := s.auth.Authorize(ctx, a, id, act)
+	if err != nil {
+		return role, s.fail(ctx, "authorize", err)
+	}
+	return role, nil
+}
+
+// fail classifies err and logs internal failures; the returned *Error is
+// what the client sees.
+func (s *Service) fail(ctx context.Context, op string, err error) error {
+	e := AsError(err)
+	if e.Code == CodeInternal {
+		s.log.ErrorContext(ctx, "service failure", "op", op, "err", err)
+	}
+	return e
+}
+
+// agent returns the live agent of an authorized session, loading it.
+func (s *Service) agent(ctx context.Context, id string) (*driver.Agent, error) {
+	a, err := s.mgr.Get(ctx, id)
+	if err != nil {
+		return nil, s.fail(ctx, "load session", err)
+	}
+	return a, nil
+}
+
+// by is who acted, as the log records it.
+func by(a *auth.Actor) *session.Actor {
+	if a == nil {
+		return nil
+	}
+	return &session.Actor{UserID: a.UserID, Name: displayName(a)}
+}
+
+func displayName(a *auth.Actor) string {
+	if a.DisplayName != "" {
+		return a.DisplayName
+	}
+	return a.Name
+}
+
+// requireUser refuses anonymous actors and share links.
+func (s *Service) requireUser(a *auth.Actor) error {
+	if err := s.auth.CanCreateSession(a); err != nil {
+		return AsError(err)
+	}
+	return nil
+}
+
+// ChangeKind says what happened to a session.
+type ChangeKind string
+
+// Change kinds.
+const (
+	// ChangeUpdated: created or changed; its visibility is unchanged or
+	// wider (a member was added).
+	ChangeUpdated ChangeKind = "updated"
+	// ChangeDeleted: the session is gone; Users could see it.
+	ChangeDeleted ChangeKind = "deleted"
+	// ChangeRevoked: Users lost access to the session (membership removed).
+	ChangeRevoked ChangeKind = "revoked"
+)
+
+// Change is a session event for sidebars.
+type Change struct {
+	Kind    ChangeKind `json:"kind"`
+	Session string     `json:"session"`
+	// Users are the user ids concerned by deleted and revoked changes.
+	Users []string `json:"users,omitempty"`
+}
+
+// SubscribeChanges calls fn for every change, synchronously and in order;
+// fn must not block. cancel stops the calls.
+func (s *Service) SubscribeChanges(fn func(Change)) (cancel func()) {
+	s.changesMu.Lock()
+	defer s.changesMu.Unlock()
+	s.nextSub++
+	id := s.nextSub
+	s.changes[id] = fn
+	return func() {
+		s.changesMu.Lock()
+		defer s.changesMu.Unlock()
+		delete(s.changes, id)
+	}
+}
+
+func (s *Service) emit(c Change) {
+	s.changesMu.RLock()
+	defer s.changesMu.RUnlock()
+	for _, fn := range s.changes {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					s.log.Error("change listener panicked", "panic", fmt.Sprint(r))
+				}
+			}()
+			fn(c)
+		}()
+	}
+}
+
+// isNotFound reports a missing row.
+func isNotFound(err error) bool {
+	return errors.Is(err, models.ErrNotFound) || errors.Is(err, auth.ErrNotFound)
+}

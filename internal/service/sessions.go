@@ -1,0 +1,417 @@
+package service
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"harness/internal/auth"
+	"harness/internal/driver"
+	"harness/internal/driverstore"
+	"harness/internal/llm"
+	"harness/internal/models"
+	"harness/internal/session"
+)
+
+// CreateSession starts a new session owned by a, with its own workspace
+// directory <WorkspaceRoot>/<id>. The route defaults to the registry's
+// default; the mode to ask.
+func (s *Service) CreateSession(ctx context.Context, a *auth.Actor, opts NewSession) (Session, error) {
+	if err := s.requireUser(a); err != nil {
+		return Session{}, err
+	}
+	title, err := checkTitle(opts.Title, true)
+	if err != nil {
+		return Session{}, err
+	}
+	route, err := s.pickRoute(opts.Provider, opts.Model)
+	if err != nil {
+		return Session{}, err
+	}
+	if opts.Mode != "" && !validMode(opts.Mode) {
+		return Session{}, Errorf(CodeBadRequest, "mode must be read-only, ask or auto")
+	}
+	id := uuid.NewString()
+	row := &models.Session{
+		ID: id, OwnerID: a.UserID, Title: title, Workspace: s.workspaceOf(id),
+		Provider: route.Provider, Model: route.Model, Mode: string(orAsk(opts.Mode)),
+	}
+	if err := s.newSession(ctx, row, nil); err != nil {
+		return Session{}, err
+	}
+	ag, ok := s.mgr.Lookup(id)
+	if !ok {
+		return Session{}, s.fail(ctx, "create session", fmt.Errorf("session %s vanished after create", id))
+	}
+	if opts.Mode != "" && opts.Mode != session.ModeAsk {
+		if err := ag.SetMode(ctx, opts.Mode, by(a)); err != nil {
+			return Session{}, s.fail(ctx, "create session: mode", err)
+		}
+	}
+	if title != "" {
+		if err := ag.SetTitle(ctx, title, by(a)); err != nil {
+			return Session{}, s.fail(ctx, "create session: title", err)
+		}
+	}
+	s.log.InfoContext(ctx, "session created", "session", id, "owner", a.UserID)
+	s.emit(Change{Kind: ChangeUpdated, Session: id})
+	return s.get(ctx, id, auth.SessionRoleOwner)
+}
+
+// newSession creates the workspace, the row and the agent (seeded for
+// forks); on failure it undoes what it did.
+func (s *Service) newSession(ctx context.Context, row *models.Session, seed []session.Event) error {
+	if err := os.MkdirAll(row.Workspace, 0o755); err != nil {
+		return s.fail(ctx, "create workspace", err)
+	}
+	if err := s.store.CreateSession(ctx, row); err != nil {
+		_ = os.RemoveAll(row.Workspace)
+		return s.fail(ctx, "create session row", err)
+	}
+	var err error
+	if seed != nil {
+		_, err = s.mgr.CreateSeeded(ctx, driverstore.MetaOf(row), seed)
+	} else {
+		_, err = s.mgr.Create(ctx, driverstore.MetaOf(row))
+	}
+	if err != nil {
+		_ = s.mgr.Remove(context.WithoutCancel(ctx), row.ID)
+		_ = s.store.DeleteSession(context.WithoutCancel(ctx), row.ID)
+		_ = os.RemoveAll(row.Workspace)
+		return s.fail(ctx, "start session", err)
+	}
+	return nil
+}
+
+func (s *Service) workspaceOf(id string) string { return filepath.Join(s.root, id) }
+
+// ListSessions lists the sessions a may see: its own, those shared with it
+// and, for an admin, every session; newest activity first.
+func (s *Service) ListSessions(ctx context.Context, a *auth.Actor, q ListQuery) (SessionList, error) {
+	if err := s.requireUser(a); err != nil {
+		return SessionList{}, err
+	}
+	if q.Limit < 0 || q.Limit > 500 {
+		return SessionList{}, Errorf(CodeBadRequest, "limit must be between 1 and 500")
+	}
+	mq := models.ListQuery{
+		OwnerID: a.UserID, IncludeShared: true, All: a.IsAdmin(),
+		Query: q.Q, Archived: q.Archived, Limit: q.Limit,
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return SessionList{}, err
+		}
+		mq.Before = c
+	}
+	rows, next, err := s.store.ListSessions(ctx, mq)
+	if err != nil {
+		return SessionList{}, s.fail(ctx, "list sessions", err)
+	}
+	roles, err := s.memberRoles(ctx, a.UserID, rows)
+	if err != nil {
+		return SessionList{}, s.fail(ctx, "list sessions", err)
+	}
+	out := SessionList{Sessions: make([]SessionRow, 0, len(rows))}
+	for i := range rows {
+		out.Sessions = append(out.Sessions, s.rowOf(&rows[i], roleIn(a, &rows[i], roles)))
+	}
+	if next != nil {
+		out.Next = encodeCursor(next)
+	}
+	return out, nil
+}
+
+// memberRoles reads a's memberships among rows in one query.
+func (s *Service) memberRoles(ctx context.Context, userID string, rows []models.Session) (map[string]auth.SessionRole, error) {
+	ids := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if r.OwnerID != userID {
+			ids = append(ids, r.ID)
+		}
+	}
+	roles := map[string]auth.SessionRole{}
+	if len(ids) == 0 {
+		return roles, nil
+	}
+	var ms []models.Member
+	err := s.store.DB.R.WithContext(ctx).Where("user_id = ? AND session_id IN ?", userID, ids).Find(&ms).Error
+	if err != nil {
+		return nil, fmt.Errorf("member roles: %w", err)
+	}
+	for _, m := range ms {
+		roles[m.SessionID] = auth.SessionRole(m.Role)
+	}
+	return roles, nil
+}
+
+// roleIn mirrors Authorize's precedence: owner, admin, membership.
+func roleIn(a *auth.Actor, row *models.Session, members map[string]auth.SessionRole) auth.SessionRole {
+	switch {
+	case row.OwnerID == a.UserID:
+		return auth.SessionRoleOwner
+	case a.IsAdmin():
+		return auth.SessionRoleAdmin
+	}
+	return members[row.ID]
+}
+
+func encodeCursor(c *models.Cursor) string {
+	b, _ := json.Marshal(c) // a struct of a time and a string always encodes
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (*models.Cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var c models.Cursor
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.ID == "" {
+		return nil, Errorf(CodeBadRequest, "invalid cursor")
+	}
+	return &c, nil
+}
+
+// GetSession returns a session with its status, route, mode, head, queue,
+// pending interactions and a's role.
+func (s *Service) GetSession(ctx context.Context, a *auth.Actor, id string) (Session, error) {
+	role, err := s.Authorize(ctx, a, id, auth.ActionRead)
+	if err != nil {
+		return Session{}, err
+	}
+	return s.get(ctx, id, role)
+}
+
+// Audience lists the user ids that may see the session besides admins: its
+// owner and members. It is for choosing whom to notify, not an access
+// check: callers still Authorize each of them (Row does).
+func (s *Service) Audience(ctx context.Context, id string) ([]string, error) {
+	row, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return nil, s.fail(ctx, "audience", err)
+	}
+	ms, err := s.auth.ListMembers(ctx, id)
+	if err != nil {
+		return nil, s.fail(ctx, "audience", err)
+	}
+	out := make([]string, 0, len(ms)+1)
+	out = append(out, row.OwnerID)
+	for _, m := range ms {
+		out = append(out, m.UserID)
+	}
+	return out, nil
+}
+
+// Row returns a session's list row for a (the sidebar's view).
+func (s *Service) Row(ctx context.Context, a *auth.Actor, id string) (SessionRow, error) {
+	role, err := s.Authorize(ctx, a, id, auth.ActionRead)
+	if err != nil {
+		return SessionRow{}, err
+	}
+	row, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return SessionRow{}, s.fail(ctx, "get session", err)
+	}
+	return s.rowOf(row, role), nil
+}
+
+func (s *Service) get(ctx context.Context, id string, role auth.SessionRole) (Session, error) {
+	row, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return Session{}, s.fail(ctx, "get session", err)
+	}
+	if row.PendingInbox > 0 {
+		// Queued input lives in the agent; load it so the queue shows.
+		if _, err := s.mgr.Get(ctx, id); err != nil {
+			return Session{}, s.fail(ctx, "load session", err)
+		}
+	}
+	out := Session{SessionRow: s.rowOf(row, role), Queue: driver.Queue{Queued: []llm.Message{}, Steering: []llm.Message{}}, Interactions: []driver.Interaction{}}
+	if row.ParentID != "" {
+		fs := row.ForkSeq
+		out.ForkSeq = &fs
+	}
+	if ag, ok := s.mgr.Lookup(id); ok {
+		out.Queue = ag.Queue()
+		out.Interactions = ag.PendingInteractions()
+	}
+	return out, nil
+}
+
+// rowOf builds a row; a live agent's log is fresher than the stored row.
+func (s *Service) rowOf(row *models.Session, role auth.SessionRole) SessionRow {
+	r := SessionRow{
+		ID: row.ID, Title: row.Title, OwnerID: row.OwnerID, ParentID: row.ParentID,
+		Mode: orAsk(session.PermissionMode(row.Mode)), Archived: row.Archived,
+		Status: driver.StatusIdle, Head: row.Head, Role: role,
+		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+	}
+	rt := s.routeOf(row.Provider, row.Model)
+	if ag, ok := s.mgr.Lookup(row.ID); ok {
+		r.Status = ag.Status()
+		r.Head = ag.Log().Len() - 1
+		st := ag.Log().State()
+		r.Mode = st.Mode
+		if st.Title != "" {
+			r.Title = st.Title
+		}
+		if st.Model != nil {
+			rt = s.routeOf(st.Model.Provider, st.Model.Model)
+		}
+	}
+	r.Provider, r.Model = rt.Provider, rt.Model
+	return r
+}
+
+// UpdateSession applies a patch: title and archived need manage rights,
+// mode and route write rights.
+func (s *Service) UpdateSession(ctx context.Context, a *auth.Actor, id string, p Patch) (Session, error) {
+	if p.Title == nil && p.Archived == nil && p.Mode == nil && p.Provider == nil && p.Model == nil {
+		return Session{}, Errorf(CodeBadRequest, "nothing to change")
+	}
+	act := auth.ActionWrite
+	if p.Title != nil || p.Archived != nil {
+		act = auth.ActionManage
+	}
+	role, err := s.Authorize(ctx, a, id, act)
+	if err != nil {
+		return Session{}, err
+	}
+	var title string
+	if p.Title != nil {
+		if title, err = checkTitle(*p.Title, false); err != nil {
+			return Session{}, err
+		}
+	}
+	if p.Mode != nil && !validMode(*p.Mode) {
+		return Session{}, Errorf(CodeBadRequest, "mode must be read-only, ask or auto")
+	}
+	if p.Provider != nil || p.Model != nil {
+		if _, err := s.pickRoute(deref(p.Provider), deref(p.Model)); err != nil {
+			return Session{}, err
+		}
+	}
+	if p.Mode != nil {
+		if err := s.setMode(ctx, a, id, *p.Mode); err != nil {
+			return Session{}, err
+		}
+	}
+	if p.Provider != nil || p.Model != nil {
+		if err := s.setModel(ctx, a, id, deref(p.Provider), deref(p.Model)); err != nil {
+			return Session{}, err
+		}
+	}
+	if p.Title != nil {
+		ag, err := s.agent(ctx, id)
+		if err != nil {
+			return Session{}, err
+		}
+		if err := ag.SetTitle(ctx, title, by(a)); err != nil {
+			return Session{}, s.fail(ctx, "rename", err)
+		}
+		if err := s.store.UpdateSession(ctx, id, map[string]any{"title": title}); err != nil {
+			return Session{}, s.fail(ctx, "rename", err)
+		}
+	}
+	if p.Archived != nil {
+		if err := s.store.UpdateSession(ctx, id, map[string]any{"archived": *p.Archived}); err != nil {
+			return Session{}, s.fail(ctx, "archive", err)
+		}
+	}
+	s.emit(Change{Kind: ChangeUpdated, Session: id})
+	return s.get(ctx, id, role)
+}
+
+// DeleteSession stops the session's agent for good and deletes its row,
+// log, members, share links and workspace directory.
+func (s *Service) DeleteSession(ctx context.Context, a *auth.Actor, id string) error {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionManage); err != nil {
+		return err
+	}
+	row, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return s.fail(ctx, "delete session", err)
+	}
+	audience := []string{row.OwnerID}
+	if ms, err := s.auth.ListMembers(ctx, id); err == nil {
+		for _, m := range ms {
+			audience = append(audience, m.UserID)
+		}
+	}
+	if err := s.mgr.Remove(ctx, id); err != nil {
+		return s.fail(ctx, "delete session: stop agent", err)
+	}
+	if err := s.store.W.Flush(ctx, id); err != nil {
+		// The rows are deleted below either way; a failed flush only
+		// means queued events are dropped with them.
+		s.log.WarnContext(ctx, "flush before delete", "session", id, "err", err)
+	}
+	if err := s.store.DeleteSession(ctx, id); err != nil && !isNotFound(err) {
+		return s.fail(ctx, "delete session", err)
+	}
+	s.store.W.Forget(id)
+	// A subscriber may have loaded the agent again between Remove and the
+	// delete; the row is gone now, so this removal is final.
+	if err := s.mgr.Remove(context.WithoutCancel(ctx), id); err != nil {
+		s.log.WarnContext(ctx, "remove reloaded agent", "session", id, "err", err)
+	}
+	s.removeWorkspace(ctx, row.Workspace)
+	s.log.InfoContext(ctx, "session deleted", "session", id, "by", a.UserID)
+	s.emit(Change{Kind: ChangeDeleted, Session: id, Users: audience})
+	return nil
+}
+
+// removeWorkspace deletes a session's directory, only when it lies inside
+// the workspace root (rows written elsewhere are left alone).
+func (s *Service) removeWorkspace(ctx context.Context, dir string) {
+	if dir == "" || s.root == "" {
+		return
+	}
+	rel, err := filepath.Rel(s.root, dir)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		s.log.WarnContext(ctx, "remove workspace", "dir", dir, "err", err)
+	}
+}
+
+// checkTitle trims a title; empty is allowed only when optional.
+func checkTitle(t string, optional bool) (string, error) {
+	t = strings.TrimSpace(t)
+	switch {
+	case t == "" && !optional:
+		return "", Errorf(CodeBadRequest, "title must not be empty")
+	case len(t) > MaxTitleBytes:
+		return "", Errorf(CodeBadRequest, "title is longer than %d bytes", MaxTitleBytes)
+	case strings.ContainsAny(t, "\n\r"):
+		return "", Errorf(CodeBadRequest, "title must be one line")
+	}
+	return t, nil
+}
+
+func validMode(m session.PermissionMode) bool {
+	return m == session.ModeReadOnly || m == session.ModeAsk || m == session.ModeAuto
+}
+
+func orAsk(m session.PermissionMode) session.PermissionMode {
+	if m == "" {
+		return session.ModeAsk
+	}
+	return m
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,171 @@
+package service
+
+import (
+	"encoding/json"
+	"time"
+
+	"harness/internal/auth"
+	"harness/internal/driver"
+	"harness/internal/llm"
+	"harness/internal/session"
+)
+
+// Limits.
+const (
+	// MaxMessageBytes bounds one message's text.
+	MaxMessageBytes = 256 << 10
+	// MaxTitleBytes bounds a session title.
+	MaxTitleBytes = 255
+	// DefaultEventsLimit and MaxEventsLimit bound one Events page.
+	DefaultEventsLimit = 500
+	MaxEventsLimit     = 5000
+)
+
+// SessionRow is a session as a list (and the sidebar) shows it.
+type SessionRow struct {
+	ID        string                 `json:"id"`
+	Title     string                 `json:"title"`
+	OwnerID   string                 `json:"ownerId"`
+	ParentID  string                 `json:"parentId,omitempty"`
+	Provider  string                 `json:"provider"`
+	Model     string                 `json:"model"`
+	Mode      session.PermissionMode `json:"mode"`
+	Archived  bool                   `json:"archived"`
+	Status    driver.Status          `json:"status"`
+	Head      int64                  `json:"head"`
+	Role      auth.SessionRole       `json:"role"`
+	CreatedAt time.Time              `json:"createdAt"`
+	UpdatedAt time.Time              `json:"updatedAt"`
+}
+
+// Session is one session in full: its row plus the live state a client
+// needs to render it (queue and pending interactions).
+type Session struct {
+	SessionRow
+	// ForkSeq is the parent's boundary seq, for forks.
+	ForkSeq      *int64               `json:"forkSeq,omitempty"`
+	Queue        driver.Queue         `json:"queue"`
+	Interactions []driver.Interaction `json:"interactions"`
+}
+
+// NewSession are the options of CreateSession; all are optional.
+type NewSession struct {
+	Title    string                 `json:"title,omitempty"`
+	Provider string                 `json:"provider,omitempty"`
+	Model    string                 `json:"model,omitempty"`
+	Mode     session.PermissionMode `json:"mode,omitempty"`
+}
+
+// ListQuery selects sessions for ListSessions.
+type ListQuery struct {
+	// Q searches titles and message text (case-insensitive).
+	Q string `json:"q,omitempty"`
+	// Archived filters by the archived flag; nil lists both.
+	Archived *bool `json:"archived,omitempty"`
+	// Limit is the page size (default 50, at most 500).
+	Limit int `json:"limit,omitempty"`
+	// Cursor is a previous page's Next.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// SessionList is one page of sessions, newest activity first.
+type SessionList struct {
+	Sessions []SessionRow `json:"sessions"`
+	// Next is the cursor of the next page, "" on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// EventPage is a range of a session's log.
+type EventPage struct {
+	// Events are the events, each the exact stored JSON.
+	Events []json.RawMessage `json:"events"`
+	// Head is the last seq of the log (-1 when empty).
+	Head int64 `json:"head"`
+}
+
+// SendMode is how a message enters the session.
+type SendMode string
+
+// Send modes.
+const (
+	// SendFollowup queues the message as the prompt of its own turn.
+	SendFollowup SendMode = "followup"
+	// SendSteer enters it into the running turn at its next step (or
+	// starts a turn when idle).
+	SendSteer SendMode = "steer"
+)
+
+// Message is a message a person sends.
+type Message struct {
+	Content string   `json:"content"`
+	Mode    SendMode `json:"mode,omitempty"`
+	// ClientID is the client's request id, recorded on the message source
+	// so a client can match its optimistic echo.
+	ClientID string `json:"clientId,omitempty"`
+}
+
+// Decision answers an approval.
+type Decision string
+
+// Decisions.
+const (
+	DecisionAllow Decision = "allow"
+	DecisionDeny  Decision = "deny"
+)
+
+// Patch changes a session; nil fields are left alone. Title and Archived
+// need the manage right, the others the write right.
+type Patch struct {
+	Title    *string                 `json:"title,omitempty"`
+	Archived *bool                   `json:"archived,omitempty"`
+	Mode     *session.PermissionMode `json:"mode,omitempty"`
+	Provider *string                 `json:"provider,omitempty"`
+	Model    *string                 `json:"model,omitempty"`
+}
+
+// Route is a provider and model.
+type Route struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+// Provider is one model route as clients see it (no secrets).
+type Provider struct {
+	Name         string          `json:"name"`
+	Label        string          `json:"label"`
+	Offline      bool            `json:"offline,omitempty"`
+	DefaultModel string          `json:"defaultModel"`
+	Models       []llm.ModelInfo `json:"models"`
+}
+
+// Providers lists the routes and the default one.
+type Providers struct {
+	Default   Route      `json:"default"`
+	Providers []Provider `json:"providers"`
+}
+
+// Member is a user's grant on a session (the owner is not a member).
+type Member struct {
+	UserID      string           `json:"userId"`
+	Name        string           `json:"name"`
+	DisplayName string           `json:"displayName,omitempty"`
+	Role        auth.SessionRole `json:"role"`
+	CreatedAt   time.Time        `json:"createdAt"`
+}
+
+// ShareLink is a share link's metadata (the token is never listed).
+type ShareLink struct {
+	ID        string     `json:"id"`
+	CreatedBy string     `json:"createdBy"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+}
+
+// NewShareLink is a created share link; Token is shown only once.
+type NewShareLink struct {
+	ShareLink
+	Token string `json:"token"`
+	// Path is the link's page, relative to the server.
+	Path string `json:"path"`
+}

@@ -1,0 +1,285 @@
+package ws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"harness/internal/auth"
+	"harness/internal/service"
+)
+
+// conn is one WebSocket connection.
+type conn struct {
+	h     *Hub
+	sock  *websocket.Conn // nil in tests that drive handle directly
+	actor *auth.Actor
+	out   *sendQueue
+	// writing is when the frame being written started (unix ns), 0 when
+	// the writer is idle; the keepalive drops a socket stuck in a write.
+	writing atomic.Int64
+
+	// ctx ends when the connection is gone; requests and replays use it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	subs      map[string]*subscription
+	closing   bool
+	closeDone chan struct{}  // closed when a started close handshake ended
+	wg        sync.WaitGroup // replays
+}
+
+func (h *Hub) newConn(sock *websocket.Conn, a *auth.Actor) *conn {
+	ctx, cancel := context.WithCancel(h.base)
+	ctx = auth.ContextWithActor(ctx, a)
+	return &conn{
+		h: h, sock: sock, actor: a, out: newSendQueue(h.opts.SendQueue),
+		ctx: ctx, cancel: cancel, subs: map[string]*subscription{},
+	}
+}
+
+// run serves the connection until it ends: the writer and the keepalive run
+// beside the reader, which handles requests in arrival order.
+func (c *conn) run() {
+	c.sock.SetReadLimit(c.h.opts.MaxFrame)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.writeLoop()
+	}()
+	go c.keepalive()
+	c.readLoop()
+	c.shutdown()
+	<-done
+}
+
+func (c *conn) readLoop() {
+	for {
+		// A cancelled read context would close the socket without a close
+		// frame; the socket is closed through close/closeNow instead.
+		typ, data, err := c.sock.Read(context.Background())
+		if err != nil {
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				// The library sent close 1009; finish the handshake so
+				// the client reads the code instead of a reset.
+				c.close(websocket.StatusMessageTooBig, "frame too large")
+			} else if websocket.CloseStatus(err) == -1 {
+				c.h.log.Debug("websocket read ended", "err", err)
+			}
+			return
+		}
+		if typ != websocket.MessageText {
+			c.sendErr("", service.Errorf(service.CodeBadRequest, "only text frames are accepted"))
+			continue
+		}
+		c.handle(data)
+	}
+}
+
+func (c *conn) writeLoop() {
+	for {
+		it, err := c.out.pop(c.ctx)
+		if err != nil {
+			return
+		}
+		frame := c.compose(it)
+		// No per-write deadline context: it would cost two timers per
+		// frame on the hottest path; the keepalive watches c.writing.
+		c.writing.Store(time.Now().UnixNano())
+		err = c.sock.Write(context.Background(), websocket.MessageText, frame)
+		c.writing.Store(0)
+		if err != nil {
+			c.closeNow()
+			return
+		}
+		c.h.framesOut.Add(1)
+	}
+}
+
+// compose adds rendered HTML to event frames that want it.
+func (c *conn) compose(it item) (frame []byte) {
+	if it.ev == nil || it.sub == nil {
+		return it.frame
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.h.log.Error("renderer panicked", "session", it.sub.id, "seq", it.ev.Seq, "panic", fmt.Sprint(r))
+			frame = it.frame
+		}
+	}()
+	html, err := c.h.render.Render(*it.ev, it.sub.rc)
+	if err != nil {
+		c.h.log.Warn("render event", "session", it.sub.id, "seq", it.ev.Seq, "err", err)
+		return it.frame
+	}
+	if html == "" {
+		return it.frame
+	}
+	return withHTML(it.frame, html)
+}
+
+// keepalive pings every PingInterval (a missing pong closes the socket)
+// and re-authorizes the subscriptions, so a revoked share link or a removed
+// member stops receiving. It also drops a socket whose current write has
+// taken longer than WriteTimeout.
+func (c *conn) keepalive() {
+	t := time.NewTicker(c.h.opts.PingInterval)
+	defer t.Stop()
+	watch := time.NewTicker(max(c.h.opts.WriteTimeout/4, 10*time.Millisecond))
+	defer watch.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-watch.C:
+			if start := c.writing.Load(); start != 0 && time.Since(time.Unix(0, start)) > c.h.opts.WriteTimeout {
+				c.h.log.Debug("websocket write timed out")
+				c.closeNow()
+				return
+			}
+			continue
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.h.opts.PingInterval)
+		err := c.sock.Ping(ctx)
+		cancel()
+		if err != nil {
+			if c.ctx.Err() == nil {
+				c.h.log.Debug("websocket keepalive failed", "err", err)
+				c.closeNow()
+			}
+			return
+		}
+		c.reauthorize()
+	}
+}
+
+// handle answers one frame; a panic is answered internal and the
+// connection goes on.
+func (c *conn) handle(data []byte) {
+	req, perr := decodeRequest(data)
+	defer func() {
+		if r := recover(); r != nil {
+			c.h.log.Error("websocket handler panicked", "op", req.Op, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.sendErr(req.ID, service.Errorf(service.CodeInternal, "internal error"))
+		}
+	}()
+	if perr != nil {
+		c.sendErr(req.ID, perr)
+		return
+	}
+	if resp, ok := c.dispatch(req); ok {
+		c.send(mustJSON(resp))
+	}
+}
+
+// sendErr answers a request with an error, or pushes an error frame when
+// the request had no id.
+func (c *conn) sendErr(id string, e *service.Error) {
+	if id == "" {
+		c.send(mustJSON(Push{Ch: ChError, Error: e}))
+		return
+	}
+	c.send(mustJSON(Response{Re: id, Error: e}))
+}
+
+// send queues a frame; a full queue makes the connection a slow consumer.
+func (c *conn) send(frame []byte) {
+	c.offer(item{frame: frame, seq: -1})
+}
+
+func (c *conn) offer(it item) {
+	if !c.out.push(it) {
+		c.slow()
+	}
+}
+
+// slow cuts a consumer that cannot keep up: it resumes with since.
+func (c *conn) slow() {
+	c.mu.Lock()
+	already := c.closing
+	c.mu.Unlock()
+	if already {
+		return
+	}
+	c.h.slowClosed.Add(1)
+	c.h.log.Info("websocket slow consumer cut", "user", c.actor.UserID, "queued", c.out.len())
+	c.close(CloseSlowConsumer, ReasonSlowConsumer)
+}
+
+// close starts the close handshake with code and reason; queued frames
+// that were not written yet are dropped.
+func (c *conn) close(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.closing = true
+	done := make(chan struct{})
+	c.closeDone = done
+	c.mu.Unlock()
+	c.out.close()
+	if c.sock == nil {
+		c.cancel()
+		close(done)
+		return
+	}
+	// Close waits for the write lock and the peer's answer; never block
+	// the caller (it may hold a topic's lock).
+	go func() {
+		defer close(done)
+		_ = c.sock.Close(code, reason)
+	}()
+}
+
+// closeNow drops the socket without a handshake.
+func (c *conn) closeNow() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.out.close()
+	if c.sock != nil {
+		go func() { _ = c.sock.CloseNow() }()
+	} else {
+		c.cancel()
+	}
+}
+
+// shutdown ends everything of the connection once its reader stopped.
+func (c *conn) shutdown() {
+	c.mu.Lock()
+	c.closing = true
+	closeDone := c.closeDone
+	subs := make([]*subscription, 0, len(c.subs))
+	for _, s := range c.subs {
+		subs = append(subs, s)
+	}
+	clear(c.subs)
+	c.mu.Unlock()
+	c.out.close()
+	c.cancel()
+	for _, s := range subs {
+		s.end()
+	}
+	c.wg.Wait()
+	if closeDone != nil {
+		<-closeDone // bounded by the library's close timeouts
+	} else if c.sock != nil {
+		_ = c.sock.CloseNow()
+	}
+	c.h.unregister(c)
+}
+
+func (c *conn) subCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs)
+}

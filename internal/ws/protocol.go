@@ -1,0 +1,264 @@
+package ws
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/coder/websocket"
+
+	"harness/internal/auth"
+	"harness/internal/driver"
+	"harness/internal/llm"
+	"harness/internal/service"
+	"harness/internal/session"
+)
+
+// Op names a client request.
+type Op string
+
+// Ops.
+const (
+	OpSubscribe   Op = "subscribe"
+	OpUnsubscribe Op = "unsubscribe"
+	OpFollowup    Op = "followup"
+	OpSteer       Op = "steer"
+	OpCancel      Op = "cancel"
+	OpInboxEdit   Op = "inbox.edit"
+	OpInboxRemove Op = "inbox.remove"
+	OpInboxSteer  Op = "inbox.steer"
+	OpApprove     Op = "approve"
+	OpAnswer      Op = "answer"
+	OpSetMode     Op = "set_mode"
+	OpSetModel    Op = "set_model"
+	OpPing        Op = "ping"
+)
+
+// Channel names a server push.
+type Channel string
+
+// Push channels.
+const (
+	ChEvent                Channel = "session/event"
+	ChReplayDone           Channel = "replay/done"
+	ChClosed               Channel = "session/closed"
+	ChStatus               Channel = "agent/status"
+	ChInbox                Channel = "agent/inbox"
+	ChInboxInserted        Channel = "agent/inbox/inserted"
+	ChInboxClaimed         Channel = "agent/inbox/claimed"
+	ChInboxDiscarded       Channel = "agent/inbox/discarded"
+	ChInteractionRequested Channel = "interaction/requested"
+	ChInteractionResolved  Channel = "interaction/resolved"
+	ChAgentError           Channel = "agent/error"
+	ChSessionsChanged      Channel = "sessions/changed"
+	ChError                Channel = "error"
+)
+
+// Close codes beyond RFC 6455's.
+const (
+	// CloseSlowConsumer: the send queue overflowed; reconnect and
+	// subscribe with since = the last seq received.
+	CloseSlowConsumer websocket.StatusCode = 4008
+)
+
+// Close reasons.
+const (
+	ReasonSlowConsumer = "slow consumer: resume with since"
+	ReasonShutdown     = "server shutting down"
+	ReasonKeepalive    = "keepalive timeout"
+)
+
+// RenderHTML is the subscribe option that adds server-rendered HTML to
+// session/event pushes.
+const RenderHTML = "html"
+
+// Request is one client frame. Which fields an op reads is in
+// docs/protocol.md.
+type Request struct {
+	ID        string           `json:"id"`
+	Op        Op               `json:"op"`
+	Session   string           `json:"session,omitempty"`
+	Since     *int64           `json:"since,omitempty"`
+	Render    string           `json:"render,omitempty"`
+	Content   string           `json:"content,omitempty"`
+	KeepInbox bool             `json:"keepInbox,omitempty"`
+	Item      string           `json:"item,omitempty"`
+	Approval  string           `json:"approval,omitempty"`
+	Decision  string           `json:"decision,omitempty"`
+	Question  string           `json:"question,omitempty"`
+	Answers   []session.Answer `json:"answers,omitempty"`
+	Mode      string           `json:"mode,omitempty"`
+	Provider  string           `json:"provider,omitempty"`
+	Model     string           `json:"model,omitempty"`
+}
+
+// Response answers one request.
+type Response struct {
+	Re    string         `json:"re"`
+	OK    bool           `json:"ok"`
+	Error *service.Error `json:"error,omitempty"`
+	// MessageID is the id of the message a followup or steer sent.
+	MessageID string `json:"messageId,omitempty"`
+	// Role is the subscriber's role on the session (subscribe).
+	Role auth.SessionRole `json:"role,omitempty"`
+}
+
+// Push is a server frame on a session's channel (all but sessions/changed,
+// whose session field is a row).
+type Push struct {
+	Ch          Channel             `json:"ch"`
+	Session     string              `json:"session,omitempty"`
+	Head        *int64              `json:"head,omitempty"`
+	Status      driver.Status       `json:"status,omitempty"`
+	Queue       *driver.Queue       `json:"queue,omitempty"`
+	Message     *llm.Message        `json:"message,omitempty"`
+	Turn        int                 `json:"turn,omitempty"`
+	Interaction *driver.Interaction `json:"interaction,omitempty"`
+	Failure     *llm.Failure        `json:"-"`
+	Error       *service.Error      `json:"-"`
+	Reason      string              `json:"reason,omitempty"`
+}
+
+// MarshalJSON writes error from whichever of Failure (agent/error) and
+// Error (error, session/closed) is set.
+func (p Push) MarshalJSON() ([]byte, error) {
+	type plain Push
+	var errField any
+	switch {
+	case p.Failure != nil:
+		errField = p.Failure
+	case p.Error != nil:
+		errField = p.Error
+	}
+	return json.Marshal(struct {
+		plain
+		Err any `json:"error,omitempty"`
+	}{plain(p), errField})
+}
+
+// changedPush is sessions/changed.
+type changedPush struct {
+	Ch      Channel `json:"ch"`
+	Session any     `json:"session"`
+}
+
+// deletedRow is the session of a sessions/changed push for a session that
+// is gone (or no longer visible).
+type deletedRow struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// knownOps are the ops a client may send.
+var knownOps = map[Op]bool{
+	OpSubscribe: true, OpUnsubscribe: true, OpFollowup: true, OpSteer: true, OpCancel: true,
+	OpInboxEdit: true, OpInboxRemove: true, OpInboxSteer: true, OpApprove: true, OpAnswer: true,
+	OpSetMode: true, OpSetModel: true, OpPing: true,
+}
+
+// decodeRequest parses and checks the envelope of one frame. On error the
+// returned Request still carries the id when one could be read, so the
+// error can be answered.
+func decodeRequest(data []byte) (Request, *service.Error) {
+	var req Request
+	if err := json.Unmarshal(data, &req); err != nil {
+		var probe struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(data, &probe)
+		return Request{ID: probe.ID}, service.Errorf(service.CodeBadRequest, "malformed request: %s", jsonProblem(err))
+	}
+	switch {
+	case req.ID == "":
+		return req, service.Errorf(service.CodeBadRequest, "id is required")
+	case len(req.ID) > 128:
+		return Request{}, service.Errorf(service.CodeBadRequest, "id is longer than 128 bytes")
+	case req.Op == "":
+		return req, service.Errorf(service.CodeBadRequest, "op is required")
+	case !knownOps[req.Op]:
+		return req, service.Errorf(service.CodeUnknownOp, "unknown op %q", truncate(string(req.Op), 64))
+	case req.Op != OpPing && req.Session == "":
+		return req, service.Errorf(service.CodeBadRequest, "session is required")
+	}
+	return req, nil
+}
+
+// jsonProblem describes a decoding error without echoing the input.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return "invalid JSON at byte " + strconv.FormatInt(se.Offset, 10)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
+	}
+	return "invalid JSON"
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// eventFrame encodes a session/event push; the event keeps its stored
+// bytes (session.MarshalEvent), so it is not re-encoded per subscriber.
+func eventFrame(sessionID string, ev session.Event) ([]byte, error) {
+	body, err := session.MarshalEvent(ev)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := json.Marshal(sessionID) // a string always encodes
+	var b bytes.Buffer
+	b.Grow(len(body) + len(id) + 48)
+	b.WriteString(`{"ch":"session/event","session":`)
+	b.Write(id)
+	b.WriteString(`,"event":`)
+	b.Write(body)
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// withHTML adds "html" to an encoded session/event frame.
+func withHTML(frame []byte, html string) []byte {
+	h, _ := json.Marshal(html)
+	out := make([]byte, 0, len(frame)+len(h)+9)
+	out = append(out, frame[:len(frame)-1]...)
+	out = append(out, `,"html":`...)
+	out = append(out, h...)
+	return append(out, '}')
+}
+
+// liveFrame encodes a driver live notification as a push.
+func liveFrame(ev driver.LiveEvent) ([]byte, bool) {
+	p := Push{Ch: Channel(ev.Kind), Session: ev.Session}
+	switch ev.Kind {
+	case driver.LiveStatus:
+		p.Status = ev.Status
+	case driver.LiveQueue:
+		p.Queue = ev.Queue
+	case driver.LiveInserted, driver.LiveClaimed, driver.LiveDiscarded:
+		p.Message, p.Turn = ev.Message, ev.Turn
+	case driver.LiveInteractionRequested, driver.LiveInteractionResolved:
+		p.Interaction = ev.Interaction
+	case driver.LiveError:
+		p.Failure, p.Turn = ev.Error, ev.Turn
+	default:
+		return nil, false
+	}
+	b, err := json.Marshal(p)
+	return b, err == nil
+}
+
+// mustJSON encodes values that always encode (our own push types).
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(Push{Ch: ChError, Error: service.Errorf(service.CodeInternal, "internal error")})
+	}
+	return b
+}

@@ -1,0 +1,246 @@
+package ws
+
+import (
+	"context"
+	"sync"
+
+	"harness/internal/auth"
+	"harness/internal/service"
+	"harness/internal/session"
+)
+
+// subscription is one connection following one session.
+type subscription struct {
+	c      *conn
+	t      *topic
+	id     string
+	render bool
+	rc     RenderContext
+	// next is the first seq the live tail may send: replay and the client
+	// cover everything before it.
+	next int64
+
+	ctx    context.Context // ends with unsubscribe or the connection
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the replay goroutine ended
+
+	// Guarded by t.mu.
+	holding bool   // replay running: live frames wait in held
+	held    []item // live frames that arrived during the replay
+	sent    int64  // last event seq queued for the client
+
+	endOnce sync.Once
+}
+
+// eventItem is the queue item of an event frame for this subscriber.
+func (s *subscription) eventItem(frame []byte, ev *session.Event) item {
+	it := item{frame: frame, seq: ev.Seq}
+	if s.render {
+		it.ev, it.sub = ev, s
+	}
+	return it
+}
+
+// offerLocked queues a live frame (t.mu held): held during the replay,
+// dropped when the replay or the client already covers its seq.
+func (s *subscription) offerLocked(it item) {
+	if it.seq >= 0 && it.seq < s.next {
+		return
+	}
+	if s.holding {
+		if len(s.held) >= s.c.h.opts.HoldLimit {
+			s.c.slow()
+			return
+		}
+		s.held = append(s.held, it)
+		return
+	}
+	if it.seq > s.sent {
+		s.sent = it.seq
+	}
+	s.c.offer(it)
+}
+
+// subscribe registers the subscription, answers, then replays in the
+// background: events (since, from) from the in-memory log, the live state
+// snapshot, the held live frames, and replay/done.
+func (c *conn) subscribe(req Request) (Response, bool) {
+	fail := func(err error) (Response, bool) {
+		return Response{Re: req.ID, Error: service.AsError(err)}, true
+	}
+	since := int64(-1)
+	if req.Since != nil {
+		since = *req.Since
+	}
+	if since < -1 {
+		return fail(service.Errorf(service.CodeBadRequest, "since must be -1 or a seq"))
+	}
+	if req.Render != "" && req.Render != RenderHTML {
+		return fail(service.Errorf(service.CodeBadRequest, "render must be %q or absent", RenderHTML))
+	}
+	role, err := c.h.svc.Authorize(c.ctx, c.actor, req.Session, auth.ActionRead)
+	if err != nil {
+		return fail(err)
+	}
+	c.mu.Lock()
+	_, dup := c.subs[req.Session]
+	c.mu.Unlock()
+	if dup {
+		return fail(service.Errorf(service.CodeConflict, "already subscribed to this session; unsubscribe first"))
+	}
+	t, err := c.h.acquire(c.ctx, req.Session)
+	if err != nil {
+		return fail(err)
+	}
+	if head := t.agent.Log().Len() - 1; since > head {
+		c.h.release(t)
+		return fail(service.Errorf(service.CodeBadRequest, "since %d is beyond the log's head %d", since, head))
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	s := &subscription{
+		c: c, t: t, id: req.Session, render: req.Render == RenderHTML,
+		rc:  RenderContext{Session: req.Session, Role: role, Actor: c.actor},
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), holding: true, sent: since,
+	}
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		cancel()
+		c.h.release(t)
+		return fail(service.Errorf(service.CodeUnavailable, "connection closing"))
+	}
+	c.subs[req.Session] = s
+	c.wg.Add(1)
+	c.mu.Unlock()
+
+	t.mu.Lock()
+	from := t.delivered + 1
+	s.next = max(since+1, from)
+	t.subs[s] = struct{}{}
+	t.mu.Unlock()
+
+	c.send(mustJSON(Response{Re: req.ID, OK: true, Role: role}))
+	go s.replay(since, from)
+	return Response{}, false
+}
+
+// replay sends what the subscriber is missing, then releases the held
+// live frames and marks the end with replay/done.
+func (s *subscription) replay(since, from int64) {
+	defer s.c.wg.Done()
+	defer close(s.done)
+	c := s.c
+	l := s.t.agent.Log()
+	page := int64(c.h.opts.ReplayPage)
+	for seq := since + 1; seq < from; seq += page {
+		for _, ev := range l.Events(seq, min(seq+page, from)) {
+			frame, err := eventFrame(s.id, ev)
+			if err != nil {
+				c.h.log.Error("encode event", "session", s.id, "seq", ev.Seq, "err", err)
+				continue
+			}
+			if c.out.pushWait(s.ctx, s.eventItem(frame, &ev)) != nil {
+				return
+			}
+		}
+	}
+	sent := max(since, from-1)
+
+	ag := s.t.agent
+	snapshot := [][]byte{
+		mustJSON(Push{Ch: ChStatus, Session: s.id, Status: ag.Status()}),
+	}
+	q := ag.Queue()
+	snapshot = append(snapshot, mustJSON(Push{Ch: ChInbox, Session: s.id, Queue: &q}))
+	for _, in := range ag.PendingInteractions() {
+		snapshot = append(snapshot, mustJSON(Push{Ch: ChInteractionRequested, Session: s.id, Interaction: &in}))
+	}
+	for _, f := range snapshot {
+		if c.out.pushWait(s.ctx, item{frame: f, seq: -1}) != nil {
+			return
+		}
+	}
+
+	for {
+		s.t.mu.Lock()
+		if len(s.held) == 0 {
+			s.holding = false
+			s.sent = max(s.sent, sent)
+			head := s.sent
+			c.offer(item{frame: mustJSON(Push{Ch: ChReplayDone, Session: s.id, Head: &head}), seq: -1})
+			s.t.mu.Unlock()
+			return
+		}
+		batch := s.held
+		s.held = nil
+		s.t.mu.Unlock()
+		for _, it := range batch {
+			if c.out.pushWait(s.ctx, it) != nil {
+				return
+			}
+			sent = max(sent, it.seq)
+		}
+	}
+}
+
+// end detaches the subscription from its topic and releases it.
+func (s *subscription) end() {
+	s.endOnce.Do(func() {
+		s.cancel()
+		s.t.mu.Lock()
+		delete(s.t.subs, s)
+		s.held = nil
+		s.t.mu.Unlock()
+		s.c.h.release(s.t)
+	})
+}
+
+// unsubscribe stops following a session; unknown sessions are fine.
+func (c *conn) unsubscribe(id string) {
+	c.mu.Lock()
+	s := c.subs[id]
+	if s != nil {
+		delete(c.subs, id)
+	}
+	c.mu.Unlock()
+	if s != nil {
+		s.end()
+		<-s.done
+	}
+}
+
+// drop ends a subscription the server stops (deleted session, lost
+// access) and waits for its replay to stop.
+func (c *conn) drop(s *subscription) {
+	c.mu.Lock()
+	if c.subs[s.id] == s {
+		delete(c.subs, s.id)
+	}
+	c.mu.Unlock()
+	s.end()
+	<-s.done
+}
+
+// reauthorize drops the subscriptions the actor may no longer read.
+func (c *conn) reauthorize() {
+	c.mu.Lock()
+	subs := make([]*subscription, 0, len(c.subs))
+	for _, s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	for _, s := range subs {
+		_, err := c.h.svc.Authorize(c.ctx, c.actor, s.id, auth.ActionRead)
+		if err == nil {
+			continue
+		}
+		e := service.AsError(err)
+		switch e.Code {
+		case service.CodeUnauthorized, service.CodeForbidden, service.CodeNotFound:
+		default:
+			continue // a passing failure (database busy) is no verdict
+		}
+		c.drop(s)
+		c.send(mustJSON(Push{Ch: ChClosed, Session: s.id, Reason: string(e.Code), Error: e}))
+	}
+}
