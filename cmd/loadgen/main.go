@@ -1,0 +1,78 @@
+// Command loadgen drives a Harness server with concurrent sessions and
+// viewers and reports throughput, latency, replay times and server
+// resources.
+//
+// By default it starts its own server in a child process (a fresh data
+// directory, the tick provider that stamps each chunk with its emission
+// time, so latency is measured from the provider to the client frame with
+// a shared clock). With -target it drives an existing server instead
+// (any provider; latency then comes from each event's append time, in ms).
+//
+//	go run ./cmd/loadgen -sessions 100 -viewers 1 -rate 50 -chunks 250 -duration 20s
+//	go run ./cmd/loadgen -sessions 1 -viewers 500 -rate 50 -chunks 250 -duration 20s
+//	go run ./cmd/loadgen -sessions 1 -viewers 1 -rate 0 -chunks 10000 -turns 1
+//	go run ./cmd/loadgen -target http://127.0.0.1:8080 -token hrn_... -prompt "long: 200"
+//
+// Output is a table, or JSON with -json. See docs/performance.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+)
+
+type options struct {
+	target   string
+	token    string
+	sessions int
+	viewers  int
+	rate     int // chunks per second per session (spawned server)
+	chunks   int // chunks per turn
+	turns    int // turns per session; 0 = until duration
+	duration time.Duration
+	prompt   string
+	json     bool
+	dataDir  string
+	replay   bool
+	serve    bool // internal: run as the spawned server
+	addr     string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.target, "target", "", "drive this server (URL) instead of spawning one")
+	flag.StringVar(&o.token, "token", "", "API token for -target")
+	flag.IntVar(&o.sessions, "sessions", 10, "concurrent sessions")
+	flag.IntVar(&o.viewers, "viewers", 1, "viewer connections per session (each its own WebSocket)")
+	flag.IntVar(&o.rate, "rate", 50, "chunks per second per session (spawned server; 0 = as fast as possible)")
+	flag.IntVar(&o.chunks, "chunks", 250, "chunks per turn")
+	flag.IntVar(&o.turns, "turns", 0, "turns per session (0 = keep going until -duration)")
+	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long to drive load")
+	flag.StringVar(&o.prompt, "prompt", "", `prompt of every turn (default "long: <chunks>")`)
+	flag.BoolVar(&o.json, "json", false, "print the report as JSON")
+	flag.StringVar(&o.dataDir, "data", "", "data directory of the spawned server (default: a temp dir)")
+	flag.BoolVar(&o.replay, "replay", true, "measure replay and reconnect after the load")
+	flag.BoolVar(&o.serve, "serve", false, "internal: run as the spawned server")
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:0", "internal: listen address of the spawned server")
+	flag.Parse()
+	if o.prompt == "" {
+		o.prompt = fmt.Sprintf("long: %d", o.chunks)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	if o.serve {
+		err = serve(ctx, o)
+	} else {
+		err = run(ctx, o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}

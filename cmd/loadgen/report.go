@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+)
+
+type report struct {
+	Target           string         `json:"target"`
+	Config           reportConfig   `json:"config"`
+	ColdStartMs      float64        `json:"coldStartMs,omitempty"`
+	IdleRSSMiB       float64        `json:"idleRssMiB,omitempty"`
+	ElapsedSec       float64        `json:"elapsedSec"`
+	Turns            int            `json:"turns"`
+	EventsPersisted  int64          `json:"eventsPersisted"`
+	PersistedPerSec  float64        `json:"eventsPersistedPerSec"`
+	EventsDelivered  int64          `json:"eventsDelivered"`
+	DeliveredPerSec  float64        `json:"eventsDeliveredPerSec"`
+	Latency          latencyFigures `json:"chunkLatencyMs"`
+	Replay           replayFigures  `json:"replay"`
+	Reconnect        replayFigures  `json:"reconnect"`
+	ServerPeakRSSMiB float64        `json:"serverPeakRssMiB"`
+	ServerCPUCores   float64        `json:"serverCpuCores"`
+	Cuts             int            `json:"cuts"`
+	ServerCutsTotal  int            `json:"serverCutsTotal"`
+	Errors           int            `json:"errors"`
+	ErrorSamples     []string       `json:"errorSamples,omitempty"`
+}
+
+type reportConfig struct {
+	Sessions int    `json:"sessions"`
+	Viewers  int    `json:"viewersPerSession"`
+	Rate     int    `json:"chunksPerSecond"`
+	Chunks   int    `json:"chunksPerTurn"`
+	Turns    int    `json:"turnsPerSession,omitempty"`
+	Duration string `json:"duration"`
+	Prompt   string `json:"prompt"`
+}
+
+type latencyFigures struct {
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50"`
+	P95     float64 `json:"p95"`
+	P99     float64 `json:"p99"`
+	Max     float64 `json:"max"`
+	Source  string  `json:"source"`
+}
+
+type replayFigures struct {
+	Events int     `json:"events"`
+	Ms     float64 `json:"ms"`
+}
+
+func (r report) print(asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	row := func(k string, format string, args ...any) { fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	row("target", "%s", r.Target)
+	row("load", "%d sessions x %d viewers, %d chunks/s, %d chunks/turn, %s", r.Config.Sessions, r.Config.Viewers, r.Config.Rate, r.Config.Chunks, r.Config.Duration)
+	if r.ColdStartMs > 0 {
+		row("cold start to ready", "%.0f ms", r.ColdStartMs)
+	}
+	if r.IdleRSSMiB > 0 {
+		row("idle RSS", "%.1f MiB", r.IdleRSSMiB)
+	}
+	row("turns", "%d in %.1f s", r.Turns, r.ElapsedSec)
+	row("events persisted", "%d (%.0f/s)", r.EventsPersisted, r.PersistedPerSec)
+	row("events delivered", "%d (%.0f/s)", r.EventsDelivered, r.DeliveredPerSec)
+	row("chunk latency", "p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples, %s)",
+		r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max, r.Latency.Samples, r.Latency.Source)
+	row("replay (fresh subscriber)", "%d events in %.1f ms", r.Replay.Events, r.Replay.Ms)
+	row("reconnect (since = head/2)", "%d events in %.1f ms", r.Reconnect.Events, r.Reconnect.Ms)
+	row("server peak RSS", "%.1f MiB", r.ServerPeakRSSMiB)
+	row("server CPU", "%.2f cores", r.ServerCPUCores)
+	row("viewers cut (slow consumer)", "%d (server total %d)", r.Cuts, r.ServerCutsTotal)
+	row("errors", "%d %v", r.Errors, r.ErrorSamples)
+	return w.Flush()
+}

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"harness/client"
+	"harness/internal/llm/fake"
+)
+
+// run drives the load and prints the report.
+func run(ctx context.Context, o options) error {
+	if o.sessions < 1 || o.viewers < 1 {
+		return errors.New("need at least one session and one viewer")
+	}
+	var r report
+	r.Config = reportConfig{Sessions: o.sessions, Viewers: o.viewers, Rate: o.rate, Chunks: o.chunks,
+		Turns: o.turns, Duration: o.duration.String(), Prompt: o.prompt}
+	base, token := o.target, o.token
+	stamped := false
+	if base == "" {
+		srv, err := spawn(ctx, o)
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		base, token, stamped = srv.url, srv.token, true
+		r.ColdStartMs = ms(srv.ready)
+	}
+	r.Target = base
+	c := client.New(base, client.WithToken(token))
+	if m, err := scrape(ctx, base); err == nil {
+		r.IdleRSSMiB = m["process_resident_memory_bytes"] / (1 << 20)
+	}
+
+	ids := make([]string, o.sessions)
+	for i := range ids {
+		s, err := c.CreateSession(ctx, client.NewSession{Title: fmt.Sprintf("load %d", i)})
+		if err != nil {
+			return fmt.Errorf("create session: %w", err)
+		}
+		ids[i] = s.ID
+	}
+
+	// Viewers: every one its own socket, like browser tabs.
+	var (
+		lat       latencies
+		delivered atomic.Int64
+		errs      errorLog
+		conns     []*client.Conn
+		viewersWG sync.WaitGroup
+	)
+	turnEnds := make([]chan struct{}, o.sessions)
+	for i, id := range ids {
+		turnEnds[i] = make(chan struct{}, 16)
+		for v := range o.viewers {
+			cn, err := c.Dial(ctx)
+			if err != nil {
+				return fmt.Errorf("dial viewer: %w", err)
+			}
+			conns = append(conns, cn)
+			sub, err := cn.Subscribe(ctx, id, -1, client.SubscribeOptions{Buffer: 4096})
+			if err != nil {
+				return fmt.Errorf("subscribe: %w", err)
+			}
+			var ends chan struct{}
+			if v == 0 {
+				ends = turnEnds[i]
+			}
+			viewersWG.Add(1)
+			go func() {
+				defer viewersWG.Done()
+				lat.add(consume(sub, stamped, &delivered, ends))
+			}()
+		}
+	}
+
+	before, _ := scrape(ctx, base)
+	sampler := startSampler(ctx, base)
+	start := time.Now()
+	deadline := start.Add(o.duration)
+	var turns atomic.Int64
+	var drivers sync.WaitGroup
+	for i, id := range ids {
+		drivers.Go(func() {
+			for n := 0; o.turns == 0 || n < o.turns; n++ {
+				if o.turns == 0 && time.Now().After(deadline) {
+					return
+				}
+				if _, err := c.SendMessage(ctx, id, o.prompt, "followup"); err != nil {
+					errs.add(err)
+					return
+				}
+				select {
+				case <-turnEnds[i]:
+					turns.Add(1)
+				case <-time.After(max(2*o.duration, time.Minute)):
+					errs.add(fmt.Errorf("session %s: turn did not end", id))
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	drivers.Wait()
+	elapsed := time.Since(start)
+	peakRSS, cpu := sampler.stop()
+	after, _ := scrape(ctx, base)
+
+	// Let the viewers drain the tail, then close them and count the cuts.
+	time.Sleep(200 * time.Millisecond)
+	for _, cn := range conns {
+		if client.IsSlowConsumer(cn.Err()) {
+			r.Cuts++
+		}
+		_ = cn.Close()
+	}
+	viewersWG.Wait()
+
+	r.Turns = int(turns.Load())
+	r.ElapsedSec = elapsed.Seconds()
+	r.EventsDelivered = delivered.Load()
+	r.DeliveredPerSec = float64(r.EventsDelivered) / elapsed.Seconds()
+	if before != nil && after != nil {
+		r.EventsPersisted = int64(after["harness_events_appended_total"] - before["harness_events_appended_total"])
+		r.PersistedPerSec = float64(r.EventsPersisted) / elapsed.Seconds()
+		r.ServerCPUCores = (after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]) / elapsed.Seconds()
+		r.ServerCutsTotal = int(after["harness_ws_send_queue_cuts_total"])
+	}
+	r.ServerPeakRSSMiB = peakRSS / (1 << 20)
+	if cpu > 0 && r.ServerCPUCores == 0 {
+		r.ServerCPUCores = cpu
+	}
+	r.Latency = lat.summary(stamped)
+	r.Errors, r.ErrorSamples = errs.summary()
+
+	if o.replay {
+		if err := measureReplay(ctx, c, ids, &r); err != nil {
+			r.Errors++
+			r.ErrorSamples = append(r.ErrorSamples, err.Error())
+		}
+	}
+	return r.print(o.json)
+}
+
+// consume reads one viewer's pushes until its subscription ends, counting
+// events and collecting chunk latencies; ends is told about turn ends.
+func consume(sub *client.Subscription, stamped bool, delivered *atomic.Int64, ends chan struct{}) []time.Duration {
+	var out []time.Duration
+	for p := range sub.C {
+		if p.Ch != client.ChEvent || p.Event == nil {
+			continue
+		}
+		delivered.Add(1)
+		switch p.Event.Type {
+		case "assistant/chunk":
+			now := time.Now()
+			if stamped {
+				if at, ok := fake.ParseTick(p.Event.Data); ok {
+					out = append(out, now.Sub(at))
+				}
+			} else if strings.Contains(string(p.Event.Data), `"text-delta"`) || strings.Contains(string(p.Event.Data), `"reasoning-delta"`) {
+				out = append(out, now.Sub(time.UnixMilli(p.Event.Time)))
+			}
+		case "turn/end":
+			if ends != nil {
+				select {
+				case ends <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+	return out
+}
+
+// measureReplay times a fresh subscriber replaying the largest session, and
+// a reconnect that resumes from the middle of it.
+func measureReplay(ctx context.Context, c *client.Client, ids []string, r *report) error {
+	var big string
+	var head int64 = -1
+	for _, id := range ids {
+		s, err := c.GetSession(ctx, id)
+		if err != nil {
+			return err
+		}
+		if s.Head > head {
+			big, head = id, s.Head
+		}
+	}
+	timeReplay := func(since int64) (int, time.Duration, error) {
+		cn, err := c.Dial(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer cn.Close()
+		start := time.Now()
+		sub, err := cn.Subscribe(ctx, big, since, client.SubscribeOptions{Buffer: 4096})
+		if err != nil {
+			return 0, 0, err
+		}
+		n := 0
+		for p := range sub.C {
+			switch p.Ch {
+			case client.ChEvent:
+				n++
+			case client.ChReplayDone:
+				return n, time.Since(start), nil
+			}
+		}
+		return n, 0, fmt.Errorf("replay ended early: %v", cn.Err())
+	}
+	n, took, err := timeReplay(-1)
+	if err != nil {
+		return err
+	}
+	r.Replay = replayFigures{Events: n, Ms: ms(took)}
+	n, took, err = timeReplay(head / 2)
+	if err != nil {
+		return err
+	}
+	r.Reconnect = replayFigures{Events: n, Ms: ms(took)}
+	return nil
+}
+
+// latencies collects samples from many viewers.
+type latencies struct {
+	mu  sync.Mutex
+	all []time.Duration
+}
+
+func (l *latencies) add(d []time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, d...)
+}
+
+func (l *latencies) summary(stamped bool) latencyFigures {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	slices.Sort(l.all)
+	pct := func(p float64) float64 {
+		if len(l.all) == 0 {
+			return 0
+		}
+		return ms(l.all[min(len(l.all)-1, int(float64(len(l.all))*p))])
+	}
+	source := "event time (ms resolution)"
+	if stamped {
+		source = "provider stamp"
+	}
+	return latencyFigures{Samples: len(l.all), P50: pct(.5), P95: pct(.95), P99: pct(.99), Max: pct(1), Source: source}
+}
+
+type errorLog struct {
+	mu      sync.Mutex
+	n       int
+	samples []string
+}
+
+func (e *errorLog) add(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.n++
+	if len(e.samples) < 5 {
+		e.samples = append(e.samples, err.Error())
+	}
+}
+
+func (e *errorLog) summary() (int, []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n, e.samples
+}
+
+// scrape reads the server's /metrics (loopback or admin token) into a map of
+// unlabelled series and label-summed families.
+func scrape(ctx context.Context, base string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics: %s", res.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		name := line[:sp]
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+		}
+		out[name] += v
+	}
+	return out, sc.Err()
+}
+
+// sampler polls the server's RSS during the run.
+type sampler struct {
+	stopCh chan struct{}
+	done   chan struct{}
+	peak   float64
+	cpu    float64
+}
+
+func startSampler(ctx context.Context, base string) *sampler {
+	s := &sampler{stopCh: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if m, err := scrape(ctx, base); err == nil {
+				s.peak = max(s.peak, m["process_resident_memory_bytes"])
+			}
+			select {
+			case <-s.stopCh:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) stop() (peakRSS, cpu float64) {
+	close(s.stopCh)
+	<-s.done
+	return s.peak, s.cpu
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
