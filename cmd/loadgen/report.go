@@ -60,7 +60,9 @@ func (r report) print(asJSON bool) error {
 		return enc.Encode(r)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	row := func(k string, format string, args ...any) { fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	row := func(k string, format string, args ...any) {
+		fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...))
+	}
 	row("target", "%s", r.Target)
 	row("load", "%d sessions x %d viewers, %d chunks/s, %d chunks/turn, %s", r.Config.Sessions, r.Config.Viewers, r.Config.Rate, r.Config.Chunks, r.Config.Duration)
 	if r.ColdStartMs > 0 {
