@@ -26,6 +26,9 @@ var (
 	ErrInvalidMode    = errors.New("invalid permission mode")
 	ErrBusy           = errors.New("agent is busy")
 	ErrNotIdleForTask = errors.New("maintenance needs an idle agent")
+	// ErrNotDurable: the change was accepted in memory (it will run and be
+	// stored once the database takes writes again) but is not on disk yet.
+	ErrNotDurable = errors.New("accepted but not yet stored")
 )
 
 // Agent drives one live session. All methods are safe for concurrent use.
@@ -159,7 +162,7 @@ func (a *Agent) send(ctx context.Context, msg llm.Message, target session.InboxT
 		a.wakeLocked()
 	}
 	a.mu.Unlock()
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
 }
 
 func validateInput(msg llm.Message) error {
@@ -268,7 +271,7 @@ func (a *Agent) EditPending(ctx context.Context, id string, content []llm.Conten
 	a.publishLocked(LiveEvent{Kind: LiveInserted, Message: &msg})
 	a.publishQueueLocked()
 	a.mu.Unlock()
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
 }
 
 // RemovePending removes a pending inbox item.
@@ -287,7 +290,7 @@ func (a *Agent) RemovePending(ctx context.Context, id string) error {
 	a.publishLocked(LiveEvent{Kind: LiveDiscarded, Message: &old})
 	a.publishQueueLocked()
 	a.mu.Unlock()
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
 }
 
 // SteerPending moves a queued prompt to the steering list so it enters the
@@ -315,7 +318,7 @@ func (a *Agent) SteerPending(ctx context.Context, id string) error {
 	a.publishQueueLocked()
 	a.wakeLocked()
 	a.mu.Unlock()
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
 }
 
 // SetMode changes the permission mode; the model is told through the runtime
@@ -332,7 +335,7 @@ func (a *Agent) SetMode(ctx context.Context, mode session.PermissionMode, by *se
 	if _, err := a.log.Append(session.TypePermissionMode, session.PermissionModeSet{Mode: mode, By: by}); err != nil {
 		return err
 	}
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
 }
 
 // SetModel selects the route used from the next request on.
@@ -347,7 +350,7 @@ func (a *Agent) SetModel(ctx context.Context, provider, model string, by *sessio
 	if _, err := a.log.Append(session.TypeModelSelected, session.ModelSelected{Provider: provider, Model: model, By: by}); err != nil {
 		return err
 	}
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
 }
 
 // SetTitle records a title chosen by a person; it pins the title.
@@ -355,7 +358,18 @@ func (a *Agent) SetTitle(ctx context.Context, title string, by *session.Actor) e
 	if _, err := a.log.Append(session.TypeSessionTitle, session.SessionTitle{Title: title, Source: session.TitleUser, By: by}); err != nil {
 		return err
 	}
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
+}
+
+// durable waits until everything appended so far is stored.
+func (a *Agent) durable(ctx context.Context) error {
+	if err := a.m.store.Flush(ctx, a.id); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrNotDurable, err)
+	}
+	return nil
 }
 
 // RunMaintenance runs task (e.g. a manual compaction) only from true idle;

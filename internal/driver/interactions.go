@@ -144,7 +144,7 @@ func (a *Agent) Approve(ctx context.Context, id string, allow bool, by *session.
 	a.closeLocked(p, r, string(outcome))
 	p.reply <- r
 	a.mu.Unlock()
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
 }
 
 // Answer answers a pending question batch. Every question needs an answer;
@@ -164,7 +164,7 @@ func (a *Agent) Answer(ctx context.Context, id string, answers []session.Answer,
 	a.closeLocked(p, r, string(session.QuestionAnsweredOutcome))
 	p.reply <- r
 	a.mu.Unlock()
-	return a.m.store.Flush(ctx, a.id)
+	return a.durable(ctx)
 }
 
 func checkAnswers(qs []session.Question, answers []session.Answer) error {

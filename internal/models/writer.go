@@ -110,6 +110,7 @@ type sessState struct {
 	known    bool
 	writeErr error // last failed write; cleared by a successful one
 	refused  error // sticky: the log and the database diverged
+	attempts uint64 // write attempts that included this session's events
 }
 
 type queued struct {
@@ -224,12 +225,17 @@ func (w *Writer) FlushAll(ctx context.Context) error {
 
 // waitLocked waits until st has resolved target events. It is called with
 // w.mu held and returns with it released.
+//
+// A flush is an attempt: while a failed write waits out its cooldown, a
+// flusher has the writer try again at once and reports that attempt's
+// outcome, not the stale error of an earlier one.
 func (w *Writer) waitLocked(ctx context.Context, st *sessState, target uint64) error {
 	w.flushers++
 	defer func() {
 		w.flushers--
 		w.mu.Unlock()
 	}()
+	start := st.attempts
 	signalled := false
 	for {
 		switch {
@@ -237,7 +243,7 @@ func (w *Writer) waitLocked(ctx context.Context, st *sessState, target uint64) e
 			return st.refused
 		case st.resolved >= target:
 			return nil
-		case st.writeErr != nil:
+		case st.writeErr != nil && st.attempts > start:
 			return st.writeErr
 		}
 		select {

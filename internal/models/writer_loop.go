@@ -83,8 +83,8 @@ func (w *Writer) take(notBefore time.Time) (parts []*part, wait time.Duration, e
 		}
 		due = oldest.Add(w.opts.MaxDelay)
 	}
-	if notBefore.After(due) {
-		due = notBefore
+	if notBefore.After(due) && w.flushers == 0 {
+		due = notBefore // a waiting flusher skips the cooldown
 	}
 	if d := due.Sub(now); d > 0 {
 		return nil, d, false
@@ -222,6 +222,7 @@ func (w *Writer) resolve(parts []*part, failErr error) {
 	committed := 0
 	for _, p := range parts {
 		st := p.st
+		st.attempts++
 		if p.known {
 			st.known, st.next = true, p.next
 		}

@@ -309,9 +309,12 @@ func TestWriterRetriesAndKeepsFailedWrites(t *testing.T) {
 		if err := s.W.Flush(ctx, b); err == nil {
 			t.Fatal("flush of the other session in the failed batch succeeded")
 		}
+		// (Pending is not checked: each flush starts a new attempt, whose
+		// batch is in flight rather than queued. That nothing was dropped is
+		// proven below, when all four events land after recovery.)
 		st := s.W.Stats()
-		if st.Retries < 2 || st.Errors < 1 || st.Pending != 4 {
-			t.Errorf("stats during failure = %+v, want >= 2 retries, an error, 4 pending", st)
+		if st.Retries < 2 || st.Errors < 1 {
+			t.Errorf("stats during failure = %+v, want >= 2 retries and an error", st)
 		}
 		if got := reported.get(a); len(got) == 0 {
 			t.Error("failure not reported through OnError")
