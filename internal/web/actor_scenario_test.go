@@ -105,6 +105,9 @@ type scenarioRow struct {
 	// Mutates: accepted requests may change the store; refused ones
 	// (status >= 400) are still checked against Snapshot.
 	Mutates bool
+	// Fresh gives each actor a new session (same owner and members) as
+	// {session}, for rows that destroy it (delete).
+	Fresh bool
 	// Send, when set, performs the request instead of the HTTP client and
 	// returns a status and body: for WebSocket commands, dial req.URL with
 	// req.Header (the actor's credentials), send the command, and map the
@@ -215,6 +218,19 @@ func newScenarioEnv(t *testing.T, opts scenarioOptions) *scenarioEnv {
 	return env
 }
 
+// freshSession stores a new session owned by owner, with collaborator and
+// viewer as members.
+func (env *scenarioEnv) freshSession(t *testing.T) string {
+	t.Helper()
+	id := authtest.CreateSession(t, env.DB, env.Users[actorOwner].ID)
+	for a, role := range map[scenarioActor]auth.SessionRole{actorCollaborator: auth.SessionRoleCollaborator, actorViewer: auth.SessionRoleViewer} {
+		if err := env.Auth.AddMember(t.Context(), id, string(a), role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
 // storeSnapshot is the default Snapshot's content.
 type storeSnapshot struct {
 	Events, Head                 int64
@@ -247,8 +263,14 @@ func (env *scenarioEnv) defaultSnapshot(t *testing.T) any {
 // request builds row's request as actor a would send it.
 func (env *scenarioEnv) request(t *testing.T, row scenarioRow, a scenarioActor) *http.Request {
 	t.Helper()
+	return env.requestFor(t, row, a, env.SessionID)
+}
+
+// requestFor is request with sessionID as {session}.
+func (env *scenarioEnv) requestFor(t *testing.T, row scenarioRow, a scenarioActor, sessionID string) *http.Request {
+	t.Helper()
 	path := strings.NewReplacer(
-		"{session}", env.SessionID,
+		"{session}", sessionID,
 		"{share}", env.shareOf(a),
 		"{setup}", strings.Repeat("s", 43),
 	).Replace(row.Path)
@@ -385,7 +407,11 @@ func (env *scenarioEnv) run(t *testing.T, rows []scenarioRow) []string {
 				problems = append(problems, fmt.Sprintf("%s: no expectation for actor %s", row.Name, a))
 				continue
 			}
-			req := env.request(t, row, a)
+			sid := env.SessionID
+			if row.Fresh {
+				sid = env.freshSession(t)
+			}
+			req := env.requestFor(t, row, a, sid)
 			before := env.Snapshot(t)
 			status, body := env.send(t, row, req)
 			if status != want {

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"harness/internal/auth"
+	"harness/internal/service"
 	"harness/web/static"
 )
 
@@ -27,6 +28,16 @@ type Deps struct {
 	Auth *auth.Service
 	// TrustedOrigins are extra origins allowed to open the WebSocket.
 	TrustedOrigins []string
+	// Service is the session service behind the REST API; nil serves no
+	// session routes.
+	Service *service.Service
+	// WS serves the WebSocket at /ws (the ws hub); nil serves no socket.
+	WS http.Handler
+	// UI is what the browser pages need (see pages_deps.go); nil serves
+	// no pages beyond the account ones.
+	UI *UIDeps
+	// Metrics serves /metrics (Prometheus); nil serves none.
+	Metrics http.Handler
 }
 
 // Server is the echo application.
@@ -36,6 +47,10 @@ type Server struct {
 	db      Pinger
 	auth    *auth.Service
 	trusted []string
+	svc     *service.Service
+	ws      http.Handler
+	ui      *UIDeps
+	metrics http.Handler
 }
 
 // New builds the server and registers every route.
@@ -43,8 +58,9 @@ func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins}
+	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics}
 	e.HTTPErrorHandler = s.handleError
+	e.Use(requestLog(d.Log)...)
 	s.routes()
 	return s
 }
@@ -58,5 +74,10 @@ func (s *Server) routes() {
 	s.e.StaticFS("/static", static.FS)
 	if s.auth != nil {
 		s.authRoutes()
+		s.opsRoutes()
+		s.apiRoutes()
+		if s.ui != nil && s.svc != nil {
+			s.pageRoutes()
+		}
 	}
 }

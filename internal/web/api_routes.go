@@ -1,0 +1,59 @@
+package web
+
+import (
+	"github.com/labstack/echo/v4"
+)
+
+// maxAPIBody bounds a REST request body.
+const maxAPIBody = 1 << 20
+
+// apiRoutes registers the session REST API and the WebSocket. Every route
+// needs a user (cookie + CSRF on unsafe methods, or a bearer token); the
+// WebSocket also admits share-link viewers and checks the Origin.
+func (s *Server) apiRoutes() {
+	if s.ws != nil {
+		s.e.GET("/ws", echo.WrapHandler(s.ws), s.RequireActor, s.RequireSameOrigin)
+	}
+	if s.svc == nil {
+		return
+	}
+	// Middleware per route rather than a group: a group would also claim
+	// every unknown /api path.
+	g := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser, limitBody(maxAPIBody)}}
+	g.GET("/providers", s.apiProviders)
+
+	g.POST("/sessions", s.apiCreateSession)
+	g.GET("/sessions", s.apiListSessions)
+	g.GET("/sessions/:id", s.apiGetSession)
+	g.PATCH("/sessions/:id", s.apiPatchSession)
+	g.DELETE("/sessions/:id", s.apiDeleteSession)
+	g.GET("/sessions/:id/events", s.apiEvents)
+	g.GET("/sessions/:id/export", s.apiExport)
+	g.POST("/sessions/:id/fork", s.apiFork)
+
+	g.POST("/sessions/:id/messages", s.apiSendMessage)
+	g.POST("/sessions/:id/cancel", s.apiCancel)
+	g.POST("/sessions/:id/approvals/:aid", s.apiApprove)
+	g.POST("/sessions/:id/questions/:qid", s.apiAnswer)
+	g.PATCH("/sessions/:id/queue/:item", s.apiEditQueueItem)
+	g.DELETE("/sessions/:id/queue/:item", s.apiRemoveQueueItem)
+	g.POST("/sessions/:id/queue/:item/steer", s.apiSteerQueueItem)
+
+	g.GET("/sessions/:id/members", s.apiMembers)
+	g.POST("/sessions/:id/members", s.apiAddMember)
+	g.DELETE("/sessions/:id/members/:name", s.apiRemoveMember)
+	g.GET("/sessions/:id/shares", s.apiShareLinks)
+	g.POST("/sessions/:id/shares", s.apiCreateShareLink)
+	g.DELETE("/sessions/:id/shares/:link", s.apiRevokeShareLink)
+}
+
+// apiGroup registers /api routes with shared middleware.
+type apiGroup struct {
+	e  *echo.Echo
+	mw []echo.MiddlewareFunc
+}
+
+func (g apiGroup) GET(p string, h echo.HandlerFunc)    { g.e.GET("/api"+p, h, g.mw...) }
+func (g apiGroup) POST(p string, h echo.HandlerFunc)   { g.e.POST("/api"+p, h, g.mw...) }
+func (g apiGroup) PATCH(p string, h echo.HandlerFunc)  { g.e.PATCH("/api"+p, h, g.mw...) }
+func (g apiGroup) DELETE(p string, h echo.HandlerFunc) { g.e.DELETE("/api"+p, h, g.mw...) }

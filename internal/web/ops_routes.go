@@ -1,0 +1,123 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// opsRoutes serves /metrics (admins, or a direct loopback client such as a
+// local Prometheus) and pprof (admins only).
+func (s *Server) opsRoutes() {
+	if s.metrics != nil {
+		s.e.GET("/metrics", echo.WrapHandler(s.metrics), s.requireAdminOrLocal)
+	}
+	g := s.e.Group("/debug/pprof", s.RequireAdmin)
+	g.GET("/", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+	g.GET("/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+	g.GET("/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+	g.GET("/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+	g.GET("/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+	g.GET("/:name", func(c echo.Context) error {
+		pprof.Handler(c.Param("name")).ServeHTTP(c.Response(), c.Request())
+		return nil
+	})
+}
+
+// requireAdminOrLocal lets a direct loopback client through; anyone else
+// must be an admin. A request that came through a proxy (forwarding
+// headers) is not local even when the proxy is.
+func (s *Server) requireAdminOrLocal(next echo.HandlerFunc) echo.HandlerFunc {
+	admin := s.RequireAdmin(next)
+	return func(c echo.Context) error {
+		if directLoopback(c.Request()) {
+			return next(c)
+		}
+		return admin(c)
+	}
+}
+
+func directLoopback(r *http.Request) bool {
+	if r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("X-Forwarded-Proto") != "" || r.Header.Get("Forwarded") != "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// requestLog gives every request an id (X-Request-Id, kept when a proxy set
+// a sane one) and logs one structured line per request. Query strings are
+// left out: share tokens and setup links travel in paths and queries, and
+// secrets never reach a log line.
+func requestLog(log *slog.Logger) []echo.MiddlewareFunc {
+	return []echo.MiddlewareFunc{
+		func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c echo.Context) error {
+				start := time.Now()
+				id := c.Request().Header.Get(echo.HeaderXRequestID)
+				if !saneRequestID(id) {
+					id = newRequestID()
+				}
+				c.Response().Header().Set(echo.HeaderXRequestID, id)
+				err := next(c)
+				if err != nil {
+					c.Error(err)
+				}
+				r := c.Request()
+				level := slog.LevelDebug
+				if c.Response().Status >= 500 {
+					level = slog.LevelError
+				}
+				log.Log(r.Context(), level, "http request",
+					"request_id", id,
+					"method", r.Method,
+					"path", redactPath(c),
+					"status", c.Response().Status,
+					"bytes", c.Response().Size,
+					"took", time.Since(start).Round(time.Microsecond),
+					"client", ClientAddr(r))
+				return nil
+			}
+		},
+	}
+}
+
+// redactPath logs the route pattern for paths that carry secrets (share
+// links, setup tokens) and the real path otherwise.
+func redactPath(c echo.Context) string {
+	switch c.Path() {
+	case "/s/:token", "/setup/:token":
+		return c.Path()
+	}
+	return c.Request().URL.Path
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// saneRequestID accepts a proxy's id when it is short and printable, so a
+// client cannot inject into log lines.
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
