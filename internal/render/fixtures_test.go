@@ -1,0 +1,265 @@
+package render_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"harness/internal/driver"
+	"harness/internal/driverstore"
+	"harness/internal/llm"
+	"harness/internal/llm/fake"
+	"harness/internal/llm/openai"
+	"harness/internal/models"
+	"harness/internal/session"
+	"harness/internal/tools"
+)
+
+// -update-fixtures records testdata/sessions/*.jsonl again from real runs:
+// the driver, the built-in tools and the offline demo model (or a scripted
+// fake model) over loopback HTTP. The golden files then need -update.
+var updateFixtures = flag.Bool("update-fixtures", false, "record the session fixtures again")
+
+// recorder runs one real agent on a temp SQLite store.
+type recorder struct {
+	t     *testing.T
+	ctx   context.Context
+	mgr   *driver.Manager
+	agent *driver.Agent
+}
+
+func newRecorder(t *testing.T, p llm.Provider) *recorder {
+	t.Helper()
+	ctx := t.Context()
+	dir := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	db, err := models.Open(ctx, log, models.Config{DSN: filepath.Join(dir, "h.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := models.NewWriter(log, db, models.WriterOptions{})
+	st := models.NewStore(log, db, w)
+	reg := llm.NewRegistry()
+	if err := reg.Register(p); err != nil {
+		t.Fatal(err)
+	}
+	treg := tools.NewRegistry()
+	if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg})
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	row := &models.Session{ID: "fixture", OwnerID: "u-ada", Workspace: ws, Provider: p.Info().Name, Model: p.Info().DefaultModel}
+	if err := st.CreateSession(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	ag, err := mgr.Create(ctx, driverstore.MetaOf(row))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = mgr.Shutdown(sctx)
+		_ = w.Close(sctx)
+		_ = db.Close()
+	})
+	return &recorder{t: t, ctx: ctx, mgr: mgr, agent: ag}
+}
+
+// answerAll approves every approval and answers every question with the
+// first option.
+func (r *recorder) answerAll() {
+	cancel := r.mgr.SubscribeLive(func(ev driver.LiveEvent) {
+		if ev.Kind != driver.LiveInteractionRequested || ev.Interaction == nil {
+			return
+		}
+		in := *ev.Interaction
+		by := &session.Actor{UserID: "u-bob", Name: "Bob"}
+		go func() {
+			if in.Kind == driver.KindApproval {
+				_ = r.agent.Approve(r.ctx, in.ID, !strings.Contains(in.Arguments, "deny"), by)
+				return
+			}
+			answers := make([]session.Answer, 0, len(in.Questions))
+			for _, q := range in.Questions {
+				answers = append(answers, session.Answer{ID: q.ID, Selected: []string{q.Options[0].Label}})
+			}
+			_ = r.agent.Answer(r.ctx, in.ID, answers, by)
+		}()
+	})
+	r.t.Cleanup(cancel)
+}
+
+func (r *recorder) send(from, text string) {
+	r.t.Helper()
+	src := llm.Source{Kind: llm.SourceUser, UserID: "u-ada", Name: "Ada"}
+	if from == "bob" {
+		src = llm.Source{Kind: llm.SourceUser, UserID: "u-bob", Name: "Bob"}
+	}
+	if err := r.agent.Followup(r.ctx, llm.UserText(text, src)); err != nil {
+		r.t.Fatal(err)
+	}
+	r.idle()
+}
+
+func (r *recorder) idle() {
+	r.t.Helper()
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	if err := r.agent.Wait(ctx); err != nil {
+		l := r.agent.Log()
+		for _, ev := range l.Events(max(0, l.Len()-15), l.Len()) {
+			b, _ := session.MarshalEvent(ev)
+			r.t.Log(string(b))
+		}
+		r.t.Fatal(err)
+	}
+}
+
+func (r *recorder) save(name string) {
+	r.t.Helper()
+	var buf bytes.Buffer
+	l := r.agent.Log()
+	for _, ev := range l.Events(0, l.Len()) {
+		if ev.Type == session.TypeRequestHeader {
+			// The system prompt and tool schemas are large and irrelevant
+			// here; the config stays so the log still loads.
+			rh, err := session.Decode[session.RequestHeader](ev)
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			rh.Header.System, rh.Header.Tools = "", nil
+			if ev.Data, err = json.Marshal(rh); err != nil {
+				r.t.Fatal(err)
+			}
+		}
+		b, err := session.MarshalEvent(ev)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "sessions", name+".jsonl"), buf.Bytes(), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func TestRecordFixtures(t *testing.T) {
+	if !*updateFixtures {
+		t.Skip("records fixtures only with -update-fixtures")
+	}
+	t.Run("demo-tools", func(t *testing.T) {
+		p, stop, err := fake.StartDemo(t.Context(), nil, fake.WithChunkDelay(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		r := newRecorder(t, p)
+		r.answerAll()
+		for _, prompt := range []string{
+			"hello <b>bold</b> <script>alert(1)</script>",
+			"run: echo hi; echo oops >&2; exit 3",
+			"write: notes.txt\nline one\nline two",
+			"read: notes.txt",
+			"ask: proceed?",
+			"todo: plan; build; test",
+		} {
+			r.send("ada", prompt)
+		}
+		r.send("bob", "run: echo from bob")
+		r.save("demo-tools")
+	})
+	t.Run("failures", func(t *testing.T) {
+		srv := fake.NewServer(fake.Script{Replies: []fake.Reply{
+			{Error: &fake.HTTPError{Status: 429, Message: "Rate limit reached"}},
+			{Reasoning: "Let me answer in Go.", Text: "Here is code:\n\n```go\nfunc main() {\n\tfmt.Println(\"<hi>\")\n}\n```\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\nSee [docs](https://go.dev) and [bad](javascript:alert(1))."},
+			{Error: &fake.HTTPError{Status: 401, Message: "Incorrect API key provided: sk-live-abcdef0123456789. You can find your key at https://example.com"}},
+			{Text: "This will be cut short by the user.", Chunks: 8, Fault: &fake.Fault{Kind: fake.FaultStall, After: 4}},
+			{Text: "max", Finish: "length"},
+		}})
+		url := srv.Start(t)
+		retry := llm.DefaultRetryPolicy()
+		retry.InitialDelay, retry.MaxDelay = 5*time.Millisecond, 20*time.Millisecond
+		p, err := openai.New(openai.Config{Name: "fake", Label: "Fake", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test",
+			DefaultModel: "fake-model", Thinking: true, Retry: retry,
+			Models: []llm.ModelInfo{{ID: "fake-model", Label: "Fake", ContextWindow: 100_000}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRecorder(t, p)
+		r.send("ada", "show me code")
+		r.send("ada", "this fails")
+		from := r.agent.Log().Len()
+		if err := r.agent.Followup(r.ctx, llm.UserText("stop me", llm.Source{Kind: llm.SourceUser, UserID: "u-ada", Name: "Ada"})); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return countChunks(r.agent.Log(), from, llm.ChunkTextDelta) >= 4 })
+		r.agent.Cancel(session.CancelCause{Kind: session.CauseUser, UserID: "u-ada"}, true)
+		r.idle()
+		r.send("ada", "hit the limit")
+		r.save("failures")
+	})
+}
+
+func countChunks(l *session.Log, from int64, typ llm.ChunkType) int {
+	n := 0
+	for _, ev := range l.Events(from, l.Len()) {
+		if ev.Type != session.TypeAssistantChunk {
+			continue
+		}
+		c, err := session.Decode[session.AssistantChunk](ev)
+		if err == nil && c.Chunk.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// loadFixture reads testdata/sessions/<name>.jsonl.
+func loadFixture(t testing.TB, name string) []session.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "sessions", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []session.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		ev, err := session.UnmarshalEvent(sc.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

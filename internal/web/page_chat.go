@@ -1,0 +1,176 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"harness/internal/auth"
+	"harness/internal/render"
+	"harness/internal/service"
+	"harness/internal/session"
+	"harness/web/templates"
+)
+
+// historyMessages is how many messages one history page holds.
+const historyMessages = 40
+
+// GET /sessions/:id — the chat page.
+func (s *Server) pageChat(c echo.Context) error {
+	v, err := s.chatView(c, ActorFrom(c), c.Param("id"))
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	v.Nav = s.nav(c, "chat", v.ID)
+	v.HistoryURL = "/sessions/" + v.ID + "/history"
+	return renderComponent(c, http.StatusOK, templates.ChatPage(v))
+}
+
+// GET /s/:token — the read-only live viewer of a share link. Unknown,
+// revoked and expired links all answer 404.
+func (s *Server) pageShare(c echo.Context) error {
+	tok := c.Param("token")
+	a, ok, err := s.shareActor(c.Request().Context(), tok)
+	if !ok {
+		return s.linkGone(c)
+	}
+	if err != nil {
+		return err
+	}
+	v, err := s.chatView(c, a, a.ShareSessionID)
+	if err != nil {
+		if e := service.AsError(err); e.Code == service.CodeNotFound || e.Code == service.CodeUnauthorized {
+			return s.linkGone(c)
+		}
+		return s.pageError(c, err)
+	}
+	v.ShareToken = tok
+	v.HistoryURL = "/s/" + tok + "/history"
+	return renderComponent(c, http.StatusOK, templates.ChatPage(v))
+}
+
+// shareActor resolves a share token; ok is false for a link that does not
+// work (unknown, revoked, expired), which answers "link not valid".
+func (s *Server) shareActor(ctx context.Context, tok string) (a *auth.Actor, ok bool, err error) {
+	a, err = s.auth.ShareActor(ctx, tok)
+	switch {
+	case errors.Is(err, auth.ErrNotFound), errors.Is(err, auth.ErrUnauthenticated):
+		return nil, false, nil
+	case err != nil:
+		return nil, true, err
+	}
+	return a, true, nil
+}
+
+func (s *Server) linkGone(c echo.Context) error {
+	return s.errorPage(c, http.StatusNotFound, "Link not valid", "This share link does not exist, was revoked or has expired.")
+}
+
+// GET /sessions/:id/history?before=SEQ — an older page as a fragment.
+func (s *Server) pageHistory(c echo.Context) error {
+	return s.history(c, ActorFrom(c), c.Param("id"))
+}
+
+// GET /s/:token/history?before=SEQ
+func (s *Server) pageShareHistory(c echo.Context) error {
+	a, ok, err := s.shareActor(c.Request().Context(), c.Param("token"))
+	if !ok {
+		return s.linkGone(c)
+	}
+	if err != nil {
+		return err
+	}
+	return s.history(c, a, a.ShareSessionID)
+}
+
+func (s *Server) history(c echo.Context, a *auth.Actor, id string) error {
+	ctx := c.Request().Context()
+	before, err := strconv.ParseInt(c.QueryParam("before"), 10, 64)
+	if err != nil || before < 1 {
+		return apiError(http.StatusBadRequest, CodeBadRequest, "before must be a seq > 0")
+	}
+	if _, err := s.svc.Authorize(ctx, a, id, auth.ActionRead); err != nil {
+		return s.pageError(c, err)
+	}
+	evs, more, err := s.ui.Store.TailPage(ctx, id, before, historyMessages)
+	if err != nil {
+		return err
+	}
+	tr := s.ui.Render.Markdown().Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
+	v := templates.HistoryView{Items: tr.Items, HasMore: more, Before: before}
+	if len(evs) > 0 {
+		v.Before = evs[0].Seq
+	}
+	return renderFragment(c, templates.HistoryPage(v))
+}
+
+func viewerID(a *auth.Actor) string {
+	if a.IsUser() {
+		return a.UserID
+	}
+	return ""
+}
+
+// chatView authorizes a reader and builds the page: the newest history
+// page folded, then the session's live state. The page is read before the
+// live state, so whatever the page does not show (newer events, answered
+// prompts) arrives over the socket, which resumes after the page's last
+// seq.
+func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.ChatView, error) {
+	ctx := c.Request().Context()
+	if _, err := s.svc.Authorize(ctx, a, id, auth.ActionRead); err != nil {
+		return templates.ChatView{}, err
+	}
+	evs, more, err := s.ui.Store.TailPage(ctx, id, -1, historyMessages)
+	if err != nil {
+		return templates.ChatView{}, err
+	}
+	sess, err := s.svc.GetSession(ctx, a, id)
+	if err != nil {
+		return templates.ChatView{}, err
+	}
+	tr := s.ui.Render.Markdown().Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
+	label, offline, window := s.routeLabel(sess.Provider, sess.Model)
+	if tr.ContextWindow > 0 {
+		window = tr.ContextWindow
+	}
+	v := templates.ChatView{
+		ID: sess.ID, Title: sess.Title, ModelLabel: label, Offline: offline,
+		Mode: string(sess.Mode), Status: string(sess.Status), Role: string(sess.Role), Archived: sess.Archived,
+		CanWrite:  a.IsUser() && canWrite(sess.Role),
+		CanManage: a.IsUser() && (sess.Role == auth.SessionRoleOwner || sess.Role == auth.SessionRoleAdmin),
+		Items:     tr.Items, HasMore: more, Head: -1, Before: 0,
+		Todos: tr.Todos, Queue: sess.Queue, Interactions: sess.Interactions,
+		ContextWindow: window,
+	}
+	if len(evs) > 0 {
+		v.Before, v.Head = evs[0].Seq, evs[len(evs)-1].Seq
+	}
+	if tr.Usage != nil {
+		v.ContextUsed = tr.Usage.Total()
+	}
+	if v.Todos == nil && more {
+		v.Todos = s.currentTodos(id)
+	}
+	if v.CanWrite {
+		v.Models = s.modelOptions(sess.Provider + "/" + sess.Model)
+	}
+	return v, nil
+}
+
+// currentTodos reads the live log's todo list when the newest page did
+// not include the last todo/write.
+func (s *Server) currentTodos(id string) []session.Todo {
+	ag, ok := s.svc.Manager().Lookup(id)
+	if !ok {
+		return nil
+	}
+	return ag.Log().State().Todos
+}
+
+func canWrite(r auth.SessionRole) bool {
+	return r == auth.SessionRoleOwner || r == auth.SessionRoleAdmin || r == auth.SessionRoleCollaborator
+}

@@ -1,0 +1,152 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"harness/internal/auth"
+	"harness/internal/llm"
+	"harness/internal/service"
+	"harness/web/templates"
+)
+
+// sidebarSessions is how many recent sessions the sidebar lists.
+const sidebarSessions = 30
+
+// nav builds the frame of a signed-in page.
+func (s *Server) nav(c echo.Context, page, active string) *templates.Nav {
+	a := ActorFrom(c)
+	n := &templates.Nav{User: displayOf(a), UserName: a.Name, Admin: a.IsAdmin(), CSRF: CSRFToken(c), Page: page, Active: active}
+	archived := false
+	list, err := s.svc.ListSessions(c.Request().Context(), a, service.ListQuery{Archived: &archived, Limit: sidebarSessions})
+	if err != nil {
+		s.log.WarnContext(c.Request().Context(), "sidebar sessions", "err", err)
+		return n
+	}
+	for _, r := range list.Sessions {
+		n.Sessions = append(n.Sessions, templates.SessionLink{ID: r.ID, Title: r.Title, Status: string(r.Status)})
+	}
+	return n
+}
+
+func displayOf(a *auth.Actor) string {
+	if a == nil {
+		return ""
+	}
+	if a.DisplayName != "" {
+		return a.DisplayName
+	}
+	return a.Name
+}
+
+// pageError renders a service error as an error page with its status. A
+// session the user may not read is "not found" (its existence never
+// leaks); one they may read but not change is "forbidden".
+func (s *Server) pageError(c echo.Context, err error) error {
+	e := service.AsError(err)
+	status := e.Code.HTTPStatus()
+	switch e.Code {
+	case service.CodeNotFound:
+		return s.errorPage(c, status, "Session not found", "This session does not exist, or you do not have access to it.")
+	case service.CodeForbidden:
+		return s.errorPage(c, status, "Not allowed", "You may look at this session but not change it. Ask its owner for access.")
+	case service.CodeUnauthorized:
+		return s.unauthenticated(c)
+	case service.CodeInternal:
+		s.log.ErrorContext(c.Request().Context(), "page failed", "path", c.Request().URL.Path, "err", err)
+		return s.errorPage(c, status, "Something went wrong", "The server could not do that. Try again in a moment.")
+	}
+	return s.errorPage(c, status, "That did not work", sentence(e.Message))
+}
+
+// sentence capitalises a message and ends it with a period.
+func sentence(m string) string {
+	if m == "" {
+		return m
+	}
+	m = strings.ToUpper(m[:1]) + m[1:]
+	if !strings.HasSuffix(m, ".") {
+		m += "."
+	}
+	return m
+}
+
+// redirect answers a form post with 303 See Other.
+func redirect(c echo.Context, to string) error { return c.Redirect(http.StatusSeeOther, to) }
+
+// withFlash adds a one-line message to a redirect target.
+func withFlash(path, msg string) string {
+	return path + "?flash=" + url.QueryEscape(msg)
+}
+
+// flash reads the message of a redirect (bounded, shown as text).
+func flash(c echo.Context) string {
+	f := c.QueryParam("flash")
+	if len(f) > 200 {
+		f = f[:200]
+	}
+	return f
+}
+
+// modelOptions lists every route's models for a picker; selected is
+// "provider/model".
+func (s *Server) modelOptions(selected string) []templates.ModelOption {
+	var out []templates.ModelOption
+	for _, p := range s.ui.Routes.Registry().List() {
+		models := p.Models
+		if len(models) == 0 {
+			models = []llm.ModelInfo{{ID: p.DefaultModel, Label: p.DefaultModel}}
+		}
+		for _, m := range models {
+			v := p.Name + "/" + m.ID
+			out = append(out, templates.ModelOption{Value: v, Label: modelLabel(p, m.ID), Selected: v == selected, Offline: p.Offline})
+		}
+	}
+	return out
+}
+
+// modelLabel is what a route and model are called in the UI. The embedded
+// demo is always "Offline demo model", so nobody mistakes it for a real
+// model.
+func modelLabel(p llm.ProviderInfo, model string) string {
+	if p.Offline {
+		return "Offline demo model"
+	}
+	label := p.Model(model).Label
+	if label == "" {
+		label = model
+	}
+	if p.Label != "" {
+		return p.Label + " · " + label
+	}
+	return label
+}
+
+// routeLabel labels a session's route; an unknown provider says so.
+func (s *Server) routeLabel(provider, model string) (label string, offline bool, window int64) {
+	p, ok := s.ui.Routes.Registry().Get(provider)
+	if !ok {
+		return provider + " · " + model + " (unavailable)", false, 0
+	}
+	info := p.Info()
+	return modelLabel(info, model), info.Offline, info.Model(model).ContextWindow
+}
+
+// parseRoute splits "provider/model".
+func parseRoute(v string) (provider, model string) {
+	provider, model, _ = strings.Cut(v, "/")
+	return provider, model
+}
+
+// userPrefs reads the actor's preferences; failures fall back to none.
+func (s *Server) userPrefs(ctx context.Context, a *auth.Actor) UserPrefs {
+	p, err := s.ui.Routes.Store().UserPrefs(ctx, a.UserID)
+	if err != nil {
+		s.log.WarnContext(ctx, "read user preferences", "err", err)
+	}
+	return p
+}

@@ -1,0 +1,206 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"harness/internal/auth"
+	"harness/internal/service"
+	"harness/internal/session"
+	"harness/web/templates"
+)
+
+// GET / — the session list: search, archived filter, keyset paging.
+func (s *Server) pageSessions(c echo.Context) error {
+	ctx := c.Request().Context()
+	a := ActorFrom(c)
+	v := templates.SessionsView{Q: strings.TrimSpace(c.QueryParam("q")), Archived: c.QueryParam("archived") == "1", Flash: flash(c)}
+	archived := v.Archived
+	list, err := s.svc.ListSessions(ctx, a, service.ListQuery{Q: v.Q, Archived: &archived, Cursor: c.QueryParam("cursor"), Limit: 50})
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	for _, r := range list.Sessions {
+		label, _, _ := s.routeLabel(r.Provider, r.Model)
+		v.Rows = append(v.Rows, templates.SessionRowView{
+			ID: r.ID, Title: r.Title, Model: label, Status: string(r.Status), Role: string(r.Role),
+			Archived: r.Archived, Updated: r.UpdatedAt,
+			CanManage: r.Role == auth.SessionRoleOwner || r.Role == auth.SessionRoleAdmin,
+			Shared:    r.Role != auth.SessionRoleOwner,
+		})
+	}
+	v.Next = list.Next
+	prefs := s.userPrefs(ctx, a)
+	v.Models = s.modelOptions(s.preferredRoute(prefs))
+	v.Mode = string(prefs.Mode)
+	v.Nav = *s.nav(c, "sessions", "")
+	return renderComponent(c, http.StatusOK, templates.SessionsPage(v))
+}
+
+// preferredRoute is "provider/model" of the user's default, else the
+// server's.
+func (s *Server) preferredRoute(p UserPrefs) string {
+	reg := s.ui.Routes.Registry()
+	if p.Provider != "" {
+		if prov, ok := reg.Get(p.Provider); ok {
+			m := p.Model
+			if m == "" {
+				m = prov.Info().DefaultModel
+			}
+			return p.Provider + "/" + m
+		}
+	}
+	prov, model := reg.Default()
+	return prov + "/" + model
+}
+
+// POST /sessions {prompt?, route?, mode?} — creates a session with the
+// user's defaults (or the form's choices), sends the prompt if any, and
+// opens it.
+func (s *Server) pageCreateSession(c echo.Context) error {
+	ctx := c.Request().Context()
+	a := ActorFrom(c)
+	prefs := s.userPrefs(ctx, a)
+	opts := service.NewSession{Provider: prefs.Provider, Model: prefs.Model, Mode: prefs.Mode}
+	if r := c.FormValue("route"); r != "" {
+		opts.Provider, opts.Model = parseRoute(r)
+	}
+	if m := c.FormValue("mode"); m != "" {
+		opts.Mode = session.PermissionMode(m)
+	}
+	if _, ok := s.ui.Routes.Registry().Get(opts.Provider); !ok {
+		// A preference for a route that is gone: use the default.
+		opts.Provider, opts.Model = "", ""
+	}
+	sess, err := s.svc.CreateSession(ctx, a, opts)
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	if prompt := c.FormValue("prompt"); strings.TrimSpace(prompt) != "" {
+		if _, err := s.svc.SendMessage(ctx, a, sess.ID, service.Message{Content: prompt}); err != nil {
+			return s.pageError(c, err)
+		}
+	}
+	return redirect(c, "/sessions/"+sess.ID)
+}
+
+// POST /sessions/:id/messages {content} — the composer without script.
+func (s *Server) pageSendMessage(c echo.Context) error {
+	id := c.Param("id")
+	_, err := s.svc.SendMessage(c.Request().Context(), ActorFrom(c), id, service.Message{Content: c.FormValue("content")})
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	return redirect(c, "/sessions/"+id)
+}
+
+// back is where a list action returns: the page it came from when that is
+// one of ours, else the list.
+func back(c echo.Context, fallback string) string {
+	if ref := c.FormValue("back"); ref != "" {
+		return safeNext(ref)
+	}
+	return fallback
+}
+
+// POST /sessions/:id/rename {title}
+func (s *Server) pageRename(c echo.Context) error {
+	id := c.Param("id")
+	title := c.FormValue("title")
+	if _, err := s.svc.UpdateSession(c.Request().Context(), ActorFrom(c), id, service.Patch{Title: &title}); err != nil {
+		return s.pageError(c, err)
+	}
+	return redirect(c, back(c, "/sessions/"+id))
+}
+
+// POST /sessions/:id/archive {archived=1|0}
+func (s *Server) pageArchive(c echo.Context) error {
+	id := c.Param("id")
+	archived := c.FormValue("archived") != "0"
+	if _, err := s.svc.UpdateSession(c.Request().Context(), ActorFrom(c), id, service.Patch{Archived: &archived}); err != nil {
+		return s.pageError(c, err)
+	}
+	msg := "Session archived."
+	if !archived {
+		msg = "Session restored from the archive."
+	}
+	return redirect(c, withFlash("/", msg))
+}
+
+// POST /sessions/:id/fork — a new session from the whole log (refused
+// while a turn runs).
+func (s *Server) pageFork(c echo.Context) error {
+	sess, err := s.svc.Fork(c.Request().Context(), ActorFrom(c), c.Param("id"), nil)
+	if err != nil {
+		if e := service.AsError(err); e.Code == service.CodeOpenTurn {
+			return s.errorPage(c, http.StatusConflict, "Not now", "The agent is working on a turn. Fork the session when the turn has ended.")
+		}
+		return s.pageError(c, err)
+	}
+	return redirect(c, "/sessions/"+sess.ID)
+}
+
+// GET /sessions/:id/delete — asks first.
+func (s *Server) pageDeleteConfirm(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if _, err := s.svc.Authorize(ctx, ActorFrom(c), id, auth.ActionManage); err != nil {
+		return s.pageError(c, err)
+	}
+	row, err := s.svc.Row(ctx, ActorFrom(c), id)
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	return renderComponent(c, http.StatusOK, templates.ConfirmPage(templates.ConfirmView{
+		Nav:     *s.nav(c, "sessions", id),
+		Title:   "Delete this session?",
+		Message: "“" + titleOrUntitled(row.Title) + "” and its whole log and workspace will be deleted. This cannot be undone.",
+		Action:  "/sessions/" + id + "/delete", Button: "Delete for good", Back: "/sessions/" + id,
+	}))
+}
+
+func titleOrUntitled(t string) string {
+	if strings.TrimSpace(t) == "" {
+		return "Untitled session"
+	}
+	return t
+}
+
+// POST /sessions/:id/delete
+func (s *Server) pageDelete(c echo.Context) error {
+	if err := s.svc.DeleteSession(c.Request().Context(), ActorFrom(c), c.Param("id")); err != nil {
+		return s.pageError(c, err)
+	}
+	return redirect(c, withFlash("/", "Session deleted."))
+}
+
+// GET /sessions/:id/export — the log as JSON lines, as a download.
+func (s *Server) pageExport(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if _, err := s.svc.Authorize(ctx, ActorFrom(c), id, auth.ActionRead); err != nil {
+		return s.pageError(c, err)
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "application/x-ndjson")
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="session-`+safeFileName(id)+`.jsonl"`)
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	if err := s.svc.Export(ctx, ActorFrom(c), id, c.Response()); err != nil {
+		// Headers are out: the download ends short, and the log says why.
+		s.log.WarnContext(ctx, "export failed", "session", id, "err", err)
+	}
+	return nil
+}
+
+// safeFileName keeps [A-Za-z0-9-] for a download name.
+func safeFileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return -1
+	}, s)
+}

@@ -1,0 +1,113 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"harness/internal/auth"
+	"harness/internal/service"
+	"harness/web/templates"
+)
+
+// GET /sessions/:id/sharing — members and read-only links.
+func (s *Server) pageSharing(c echo.Context) error {
+	return s.renderSharing(c, "", "")
+}
+
+func (s *Server) renderSharing(c echo.Context, newLink, errMsg string) error {
+	ctx := c.Request().Context()
+	a := ActorFrom(c)
+	id := c.Param("id")
+	members, err := s.svc.Members(ctx, a, id)
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	links, err := s.svc.ShareLinks(ctx, a, id)
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	row, err := s.svc.Row(ctx, a, id)
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	v := templates.SharingView{Nav: *s.nav(c, "chat", id), ID: id, Title: row.Title, NewLink: newLink, Error: errMsg}
+	for _, m := range members {
+		v.Members = append(v.Members, templates.MemberView{Name: m.Name, Role: string(m.Role)})
+	}
+	now := time.Now()
+	for _, l := range links {
+		state := "active"
+		switch {
+		case l.RevokedAt != nil:
+			state = "revoked"
+		case l.ExpiresAt != nil && !now.Before(*l.ExpiresAt):
+			state = "expired"
+		}
+		v.Links = append(v.Links, templates.LinkView{ID: l.ID, Created: l.CreatedAt, State: state})
+	}
+	status := http.StatusOK
+	if errMsg != "" {
+		status = http.StatusBadRequest
+	}
+	return renderComponent(c, status, templates.SharingPage(v))
+}
+
+// POST /sessions/:id/members {name, role}
+func (s *Server) pageAddMember(c echo.Context) error {
+	id := c.Param("id")
+	role := auth.SessionRole(c.FormValue("role"))
+	err := s.svc.AddMember(c.Request().Context(), ActorFrom(c), id, auth.NormalizeName(c.FormValue("name")), role)
+	if err != nil {
+		if e := service.AsError(err); e.Code == service.CodeBadRequest || (e.Code == service.CodeNotFound && s.canManage(c, id)) {
+			msg := sentence(e.Message)
+			if e.Code == service.CodeNotFound {
+				msg = "There is no user with that name."
+			}
+			return s.renderSharing(c, "", msg)
+		}
+		return s.pageError(c, err)
+	}
+	return redirect(c, "/sessions/"+id+"/sharing")
+}
+
+// canManage: the actor manages the session (so a not-found error is about
+// the user named, not the session).
+func (s *Server) canManage(c echo.Context, id string) bool {
+	_, err := s.svc.Authorize(c.Request().Context(), ActorFrom(c), id, auth.ActionManage)
+	return err == nil
+}
+
+// POST /sessions/:id/members/:name/remove
+func (s *Server) pageRemoveMember(c echo.Context) error {
+	id := c.Param("id")
+	if err := s.svc.RemoveMember(c.Request().Context(), ActorFrom(c), id, c.Param("name")); err != nil {
+		return s.pageError(c, err)
+	}
+	return redirect(c, "/sessions/"+id+"/sharing")
+}
+
+// POST /sessions/:id/links — creates a link and shows it once.
+func (s *Server) pageCreateLink(c echo.Context) error {
+	id := c.Param("id")
+	l, err := s.svc.CreateShareLink(c.Request().Context(), ActorFrom(c), id, nil)
+	if err != nil {
+		return s.pageError(c, err)
+	}
+	r := c.Request()
+	scheme := "http"
+	if isHTTPS(r) {
+		scheme = "https"
+	}
+	return s.renderSharing(c, scheme+"://"+r.Host+l.Path, "")
+}
+
+// POST /sessions/:id/links/:link/revoke
+func (s *Server) pageRevokeLink(c echo.Context) error {
+	id := c.Param("id")
+	if err := s.svc.RevokeShareLink(c.Request().Context(), ActorFrom(c), id, c.Param("link")); err != nil {
+		return s.pageError(c, err)
+	}
+	return redirect(c, "/sessions/"+id+"/sharing")
+}

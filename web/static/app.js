@@ -1,0 +1,110 @@
+// Entry point of every page with a script: one WebSocket per tab for the
+// sidebar and, on a chat page, the live transcript and its controls. No
+// build step, no framework; see docs/ui.md.
+
+import { Socket } from "./socket.js";
+import { Transcript } from "./transcript.js";
+import { Controls } from "./composer.js";
+import { followSessions } from "./sidebar.js";
+import { copyFrom, decorate, runCountdowns } from "./util.js";
+
+function socketURL(share) {
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
+  const q = share ? `?share=${encodeURIComponent(share)}` : "";
+  return `${proto}//${location.host}/ws${q}`;
+}
+
+function cycleTheme() {
+  const root = document.documentElement;
+  const next = { undefined: "light", light: "dark", dark: undefined }[root.dataset.theme];
+  try {
+    if (next) localStorage.setItem("harness.theme", next);
+    else localStorage.removeItem("harness.theme");
+  } catch {
+    /* storage disabled: the choice lasts for this page */
+  }
+  if (next) root.dataset.theme = next;
+  else delete root.dataset.theme;
+}
+
+function pageClicks() {
+  document.addEventListener("click", (e) => {
+    const b = e.target.closest("[data-action], [data-copy-from]");
+    if (!b) return;
+    if (b.dataset.copyFrom) {
+      copyFrom(b);
+      return;
+    }
+    switch (b.dataset.action) {
+      case "toggle-sidebar":
+        document.body.classList.toggle("sidebar-open");
+        break;
+      case "theme":
+        cycleTheme();
+        break;
+      case "jump-latest":
+        location.reload();
+        break;
+    }
+  });
+}
+
+function startChat(socket, chat) {
+  const connection = document.createElement("span");
+  connection.className = "connection";
+  connection.id = "connection";
+  connection.hidden = true;
+  connection.textContent = "reconnecting…";
+  chat.querySelector(".chat-head")?.append(connection);
+
+  const controls = new Controls(chat, socket);
+  const transcript = new Transcript(chat, {
+    onEvent: (ev) => controls.onEvent(ev),
+    onGap: () => socket.resubscribe(chat.dataset.session),
+  });
+  let downTimer = 0;
+  socket.onState = (state) => {
+    // A quick reconnect stays silent; a longer outage says so.
+    clearTimeout(downTimer);
+    if (state === "open") connection.hidden = true;
+    else downTimer = setTimeout(() => (connection.hidden = false), 1500);
+  };
+  socket.follow(chat.dataset.session, {
+    since: () => transcript.since(),
+    onPush: (msg) => {
+      if (msg.ch === "session/event") transcript.push(msg);
+      else if (msg.ch === "replay/done") chat.dataset.synced = String(msg.head);
+      else if (msg.ch === "session/closed") {
+        if (msg.reason === "unloaded") socket.resubscribe(chat.dataset.session);
+        else gone(chat, "You no longer have access to this session.");
+      } else controls.onPush(msg);
+    },
+    onFail: (err) => gone(chat, err.code === "not_found" || err.code === "unauthorized"
+      ? "This session is no longer available."
+      : `The live view stopped: ${err.message || err.code}.`),
+  });
+  window.harness = { socket, transcript, controls }; // for tests and curious people
+}
+
+function gone(chat, text) {
+  const banner = document.createElement("div");
+  banner.className = "error gone";
+  banner.setAttribute("role", "alert");
+  banner.textContent = text;
+  chat.querySelector(".chat-head")?.after(banner);
+  chat.querySelector("#composer")?.remove();
+}
+
+function main() {
+  pageClicks();
+  decorate(document.body);
+  runCountdowns();
+  const chat = document.getElementById("chat");
+  const share = chat?.dataset.share || "";
+  const socket = new Socket(socketURL(share));
+  if (!share) followSessions(socket);
+  if (chat) startChat(socket, chat);
+  socket.start();
+}
+
+main();

@@ -1,0 +1,142 @@
+// One WebSocket per tab, multiplexed by session (docs/protocol.md). It
+// reconnects silently with jittered exponential backoff and resubscribes
+// every followed session with since = the last seq that session applied.
+
+const MIN_DELAY = 500;
+const MAX_DELAY = 10_000;
+
+export class Socket {
+  /** @param {string} url */
+  constructor(url) {
+    this.url = url;
+    this.ws = null;
+    this.nextId = 1;
+    this.pending = new Map(); // request id -> {resolve, reject}
+    this.handlers = new Map(); // channel -> Set<fn>
+    this.subs = new Map(); // session -> {since(): number, onPush(msg), onFail(err)}
+    this.attempt = 0;
+    this.timer = 0;
+    this.open = false;
+    this.stopped = false;
+    this.connections = 0; // opened so far (diagnostics, tests)
+    this.onState = () => {};
+  }
+
+  start() {
+    this.connect();
+    // A tab that wakes up or comes back online reconnects at once.
+    window.addEventListener("online", () => this.kick());
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this.kick();
+    });
+  }
+
+  kick() {
+    if (!this.open && !this.stopped && this.ws === null) {
+      clearTimeout(this.timer);
+      this.connect();
+    }
+  }
+
+  connect() {
+    this.timer = 0;
+    let ws;
+    try {
+      ws = new WebSocket(this.url);
+    } catch {
+      this.retry();
+      return;
+    }
+    this.ws = ws;
+    ws.onopen = () => {
+      this.open = true;
+      this.connections++;
+      this.attempt = 0;
+      this.onState("open");
+      for (const [session, sub] of this.subs) this.subscribe(session, sub);
+    };
+    ws.onmessage = (e) => this.receive(e.data);
+    ws.onclose = (e) => {
+      this.ws = null;
+      this.open = false;
+      for (const p of this.pending.values()) p.reject({ code: "unavailable", message: "connection lost" });
+      this.pending.clear();
+      if (this.stopped) return;
+      this.onState("closed", e.code);
+      this.retry();
+    };
+    // Errors are followed by close; the browser reports them itself.
+    ws.onerror = () => {};
+  }
+
+  retry() {
+    if (this.stopped || this.timer) return;
+    const base = Math.min(MAX_DELAY, MIN_DELAY * 2 ** this.attempt);
+    this.attempt = Math.min(this.attempt + 1, 8);
+    const delay = base / 2 + Math.random() * base / 2;
+    this.timer = setTimeout(() => this.connect(), delay);
+  }
+
+  receive(data) {
+    let msg;
+    try {
+      msg = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (msg.re !== undefined) {
+      const p = this.pending.get(msg.re);
+      if (!p) return;
+      this.pending.delete(msg.re);
+      if (msg.ok) p.resolve(msg);
+      else p.reject(msg.error || { code: "internal", message: "request failed" });
+      return;
+    }
+    if (msg.session && this.subs.has(msg.session) && msg.ch !== "sessions/changed") {
+      this.subs.get(msg.session).onPush(msg);
+    }
+    const hs = this.handlers.get(msg.ch);
+    if (hs) for (const fn of hs) fn(msg);
+  }
+
+  /** Sends a request and resolves with its answer. */
+  request(op, fields = {}) {
+    return new Promise((resolve, reject) => {
+      if (!this.open) {
+        reject({ code: "unavailable", message: "not connected — retrying" });
+        return;
+      }
+      const id = "c" + this.nextId++;
+      this.pending.set(id, { resolve, reject });
+      this.ws.send(JSON.stringify({ id, op, ...fields }));
+    });
+  }
+
+  on(ch, fn) {
+    if (!this.handlers.has(ch)) this.handlers.set(ch, new Set());
+    this.handlers.get(ch).add(fn);
+  }
+
+  /** Follows a session; sub.since() is read at every (re)subscribe. */
+  follow(session, sub) {
+    this.subs.set(session, sub);
+    if (this.open) this.subscribe(session, sub);
+  }
+
+  subscribe(session, sub) {
+    this.request("subscribe", { session, since: sub.since(), render: "html" }).catch((err) => {
+      if (err.code === "unavailable") return; // the reconnect resubscribes
+      this.subs.delete(session);
+      sub.onFail(err);
+    });
+  }
+
+  /** Drops the subscription and follows again from since (gap repair). */
+  resubscribe(session) {
+    const sub = this.subs.get(session);
+    if (!sub || !this.open) return;
+    this.request("unsubscribe", { session })
+      .then(() => this.subscribe(session, sub))
+      .catch(() => {});
+  }
+}

@@ -1,0 +1,72 @@
+package templates
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// titleOr names untitled sessions.
+func titleOr(t string) string {
+	if strings.TrimSpace(t) == "" {
+		return "Untitled session"
+	}
+	return t
+}
+
+// ago formats a time relative to now, for lists.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + " min ago"
+	case d < 24*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + " h ago"
+	case d < 7*24*time.Hour:
+		return strconv.Itoa(int(d.Hours()/24)) + " days ago"
+	}
+	return t.Format("2 Jan 2006")
+}
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func boolAttr(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// percent is used*100/window, capped at 100; 0 when the window is unknown.
+func percent(used, window int64) int64 {
+	if window <= 0 || used <= 0 {
+		return 0
+	}
+	return min(100, used*100/window)
+}
+
+// nextURL is the session list's next page.
+func nextURL(q string, archived bool, cursor string) string {
+	v := url.Values{}
+	if q != "" {
+		v.Set("q", q)
+	}
+	if archived {
+		v.Set("archived", "1")
+	}
+	v.Set("cursor", cursor)
+	return "/?" + v.Encode()
+}
+
+func csrfOf(v ChatView) string {
+	if v.Nav == nil {
+		return ""
+	}
+	return v.Nav.CSRF
+}

@@ -1,0 +1,195 @@
+package templates
+
+import (
+	"time"
+
+	"harness/internal/driver"
+	"harness/internal/render"
+	"harness/internal/session"
+)
+
+// Nav is what every signed-in page shows around its content: the
+// sidebar's recent sessions, the user and the CSRF token for forms and
+// script requests.
+type Nav struct {
+	User     string // display name
+	UserName string // login name
+	Admin    bool
+	CSRF     string
+	// Page is the active page (sessions, chat, settings, admin).
+	Page string
+	// Active is the open session's id.
+	Active   string
+	Sessions []SessionLink
+}
+
+// SessionLink is one session in the sidebar.
+type SessionLink struct {
+	ID     string
+	Title  string
+	Status string // idle | running
+}
+
+// SessionsView fills the session list page.
+type SessionsView struct {
+	Nav
+	Q        string
+	Archived bool
+	Rows     []SessionRowView
+	// Next is the cursor of the next page ("" on the last).
+	Next string
+	// Flash is a one-line message after an action.
+	Flash string
+	// Models for the new-session form.
+	Models []ModelOption
+	Mode   string
+}
+
+// SessionRowView is one row of the session list.
+type SessionRowView struct {
+	ID        string
+	Title     string
+	Model     string
+	Status    string
+	Role      string
+	Archived  bool
+	Updated   time.Time
+	CanManage bool
+	Shared    bool // the viewer is not the owner
+}
+
+// ModelOption is one choice of the model picker.
+type ModelOption struct {
+	Value    string // provider/model
+	Label    string
+	Selected bool
+	Offline  bool
+}
+
+// ChatView fills the chat page and the read-only viewer.
+type ChatView struct {
+	// Nav is nil on a share-link page (no account).
+	Nav *Nav
+	// ShareToken is set on a share-link page: the socket authenticates
+	// with it.
+	ShareToken string
+
+	ID         string
+	Title      string
+	ModelLabel string
+	Offline    bool
+	Mode       string
+	Status     string
+	Role       string
+	CanWrite   bool
+	CanManage  bool
+	Archived   bool
+	Models     []ModelOption
+
+	Items []render.Item
+	// Before is the seq the next older history page ends before; HasMore
+	// says whether there is one.
+	Before  int64
+	HasMore bool
+	// Head is the last seq rendered: the socket resumes after it.
+	Head int64
+
+	Todos        []session.Todo
+	Queue        driver.Queue
+	Interactions []driver.Interaction
+
+	ContextUsed   int64
+	ContextWindow int64
+	// HistoryURL is where older pages are fetched.
+	HistoryURL string
+}
+
+// HistoryView is one older page of a transcript (a fragment).
+type HistoryView struct {
+	Items   []render.Item
+	Before  int64
+	HasMore bool
+}
+
+// SharingView fills a session's sharing page.
+type SharingView struct {
+	Nav
+	ID      string
+	Title   string
+	Members []MemberView
+	Links   []LinkView
+	// NewLink is the URL of a link just created (shown once).
+	NewLink string
+	Error   string
+}
+
+// MemberView is one member of a session.
+type MemberView struct {
+	Name string
+	Role string
+}
+
+// LinkView is one share link.
+type LinkView struct {
+	ID      string
+	Created time.Time
+	State   string // active | revoked | expired
+}
+
+// ConfirmView is a confirmation page for a destructive action.
+type ConfirmView struct {
+	Nav
+	Title   string
+	Message string
+	Action  string // form action URL
+	Button  string
+	Back    string
+}
+
+// SettingsView fills the settings page.
+type SettingsView struct {
+	Nav
+	Flash string
+	Error string
+	// The user's preferences.
+	Models []ModelOption
+	Mode   string
+	// Admin part.
+	Routes        []RouteView
+	DefaultModels []ModelOption
+}
+
+// RouteView is one model route in settings.
+type RouteView struct {
+	Name         string
+	Label        string
+	Kind         string
+	BaseURL      string
+	KeySet       bool
+	DefaultModel string
+	Models       string
+	Enabled      bool
+	// Editable: an admin-configured route (the others come from the
+	// environment or are the offline demo).
+	Editable bool
+	Offline  bool
+}
+
+// AdminUsersView fills the user management page.
+type AdminUsersView struct {
+	Nav
+	Flash string
+	Error string
+	Users []UserView
+}
+
+// UserView is one account.
+type UserView struct {
+	Name        string
+	DisplayName string
+	Role        string
+	Disabled    bool
+	HasPassword bool
+	Created     time.Time
+	Self        bool
+}
