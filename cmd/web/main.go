@@ -73,8 +73,9 @@ func run(args []string) error {
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	// Stop accepting requests, then stop agents and drain writes; WebSockets
-	// are closed by the server's own shutdown hooks.
+	// Stop accepting requests, then close the WebSockets with 1001 (they are
+	// hijacked, so Shutdown does not wait for them), stop agents and drain
+	// writes: a.Close does the last three.
 	err = errors.Join(srv.Shutdown(shutdownCtx), a.Close(shutdownCtx))
 	log.Info("stopped", "err", err)
 	return err

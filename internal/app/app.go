@@ -15,15 +15,21 @@ import (
 	"time"
 
 	"harness/internal/auth"
+	"harness/internal/compact"
 	"harness/internal/config"
 	"harness/internal/driver"
 	"harness/internal/driverstore"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/llm/openai"
+	"harness/internal/metrics"
 	"harness/internal/models"
+	"harness/internal/render"
+	"harness/internal/service"
+	"harness/internal/session"
 	"harness/internal/tools"
 	"harness/internal/web"
+	"harness/internal/ws"
 )
 
 // Options adjust an App beyond its Config (tests, the load tool).
@@ -40,6 +46,12 @@ type Options struct {
 	VerifyRequests bool
 	// AuthOptions override account defaults (bcrypt cost, clocks in tests).
 	AuthOptions *auth.Options
+	// WS tunes the WebSocket hub (queue sizes, keepalive) for tests and the
+	// load tool.
+	WS ws.Options
+	// Renderer renders events to HTML for browser subscriptions; nil
+	// uses the transcript renderer (internal/render).
+	Renderer ws.Renderer
 }
 
 // App is a running Harness instance.
@@ -53,7 +65,14 @@ type App struct {
 	Providers *llm.Registry
 	Tools     *tools.Registry
 	Manager   *driver.Manager
-	Web       *web.Server
+	Service   *service.Service
+	Hub       *ws.Hub
+	Metrics   *metrics.Metrics
+	// Render renders transcripts for pages and the socket's HTML pushes.
+	Render *render.Renderer
+	// Routes applies admin-configured model routes and preferences.
+	Routes *web.ModelRoutes
+	Web    *web.Server
 
 	stopDemo func()
 }
@@ -80,8 +99,17 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		return nil, err
 	}
 	a.DB = db
+	// Gauges are read at scrape time, when every part exists.
+	a.Metrics = metrics.New(metrics.Sources{
+		LiveSessions:    func() int { return a.Manager.Loaded() },
+		RunningSessions: func() int { return a.Manager.Running() },
+		WSConnections:   func() int { return a.Hub.Stats().Conns },
+		WSCuts:          func() uint64 { return a.Hub.Stats().SlowClosed },
+		WriterPending:   func() int { return a.Writer.Stats().Pending },
+	})
 	a.Writer = models.NewWriter(log, db, models.WriterOptions{
 		OnError: func(id string, err error) { log.Error("session write failed", "session", id, "err", err) },
+		OnBatch: a.Metrics.OnBatch,
 	})
 	a.Store = models.NewStore(log, db, a.Writer)
 
@@ -103,12 +131,32 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Tools:          a.Tools,
 		IdleUnload:     cfg.IdleUnload,
 		VerifyRequests: opts.VerifyRequests,
+		OnLoad:         compact.OnLoad,
+		Observer:       a.Metrics.Observer(),
 	})
+	compact.Install(a.Manager, compact.Options{Logger: log})
+	a.Service = service.New(service.Deps{
+		Log: log, Store: a.Store, Manager: a.Manager, Auth: a.Auth, WorkspaceRoot: a.WorkspaceRoot(),
+	})
+	a.Render = render.NewRenderer(render.NewMarkdown(), render.RendererOptions{Logs: a.liveLog})
+	renderer := opts.Renderer
+	if renderer == nil {
+		renderer = a.Render
+	}
+	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Renderer: renderer, Options: opts.WS})
+	a.Routes = web.NewModelRoutes(log, a.Providers, web.NewSettingsStore(db))
+	if err := a.Routes.Load(ctx); err != nil {
+		return nil, fmt.Errorf("model routes from settings: %w", err)
+	}
 	a.Web = web.New(web.Deps{
 		Log:            log,
 		DB:             db,
 		Auth:           a.Auth,
 		TrustedOrigins: cfg.TrustedOrigins,
+		Service:        a.Service,
+		WS:             a.Hub,
+		UI:             &web.UIDeps{Store: a.Store, Render: a.Render, Routes: a.Routes},
+		Metrics:        a.Metrics.Handler(),
 	})
 	ok = true
 	return a, nil
@@ -157,16 +205,29 @@ func (a *App) setupProviders(ctx context.Context, opts Options) error {
 	return nil
 }
 
+// liveLog is the in-memory log of a loaded session, for the renderer.
+func (a *App) liveLog(id string) (*session.Log, bool) {
+	ag, ok := a.Manager.Lookup(id)
+	if !ok {
+		return nil, false
+	}
+	return ag.Log(), true
+}
+
 // WorkspaceRoot is the directory holding one workspace per session.
 func (a *App) WorkspaceRoot() string { return filepath.Join(a.Config.DataDir, "workspaces") }
 
 // Handler serves every route.
 func (a *App) Handler() http.Handler { return a.Web.Handler() }
 
-// Close stops agents (their queues survive for the next start), drains the
-// writer and closes the database.
+// Close closes the WebSockets (1001, going away), stops agents (their
+// queues survive for the next start), drains the writer and closes the
+// database.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
+	if a.Hub != nil {
+		errs = append(errs, a.Hub.Close(ctx))
+	}
 	if a.Manager != nil {
 		errs = append(errs, a.Manager.Shutdown(ctx))
 	}

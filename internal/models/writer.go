@@ -108,8 +108,8 @@ type sessState struct {
 	resolved uint64 // events committed or refused so far (in order)
 	next     int64  // next expected seq, valid when known
 	known    bool
-	writeErr error // last failed write; cleared by a successful one
-	refused  error // sticky: the log and the database diverged
+	writeErr error  // last failed write; cleared by a successful one
+	refused  error  // sticky: the log and the database diverged
 	attempts uint64 // write attempts that included this session's events
 }
 
