@@ -120,6 +120,8 @@ func AsError(err error) *Error {
 		return wrap(CodeBusy, "the agent is busy", err)
 	case errors.Is(err, driver.ErrDuplicateID):
 		return wrap(CodeConflict, "a pending message has that id", err)
+	case errors.Is(err, driver.ErrNotDurable):
+		return wrap(CodeUnavailable, "accepted, but the server cannot store it yet (its database does not take writes); it is kept and stored once writes succeed", err)
 	case errors.Is(err, driver.ErrDisposed):
 		return wrap(CodeUnavailable, "the session is shutting down or was deleted", err)
 	case session.CodeOf(err) == session.CodeOpenTurn:
