@@ -51,38 +51,51 @@ func run(ctx context.Context, o options) error {
 		ids[i] = s.ID
 	}
 
-	// Viewers: every one its own socket, like browser tabs.
+	// Viewers: every one its own socket, like browser tabs. They follow
+	// with reconnects: a viewer cut for falling behind resumes with since,
+	// as a browser does, and the cut is counted.
 	var (
 		lat       latencies
 		delivered atomic.Int64
+		cuts      atomic.Int64
 		errs      errorLog
-		conns     []*client.Conn
 		viewersWG sync.WaitGroup
+		ready     sync.WaitGroup
 	)
+	vctx, stopViewers := context.WithCancel(ctx)
+	defer stopViewers()
 	turnEnds := make([]chan struct{}, o.sessions)
 	for i, id := range ids {
 		turnEnds[i] = make(chan struct{}, 16)
 		for v := range o.viewers {
-			cn, err := c.Dial(ctx)
-			if err != nil {
-				return fmt.Errorf("dial viewer: %w", err)
-			}
-			conns = append(conns, cn)
-			sub, err := cn.Subscribe(ctx, id, -1, client.SubscribeOptions{Buffer: 4096})
-			if err != nil {
-				return fmt.Errorf("subscribe: %w", err)
-			}
 			var ends chan struct{}
 			if v == 0 {
 				ends = turnEnds[i]
 			}
-			viewersWG.Add(1)
-			go func() {
-				defer viewersWG.Done()
-				lat.add(consume(sub, stamped, &delivered, ends))
-			}()
+			ready.Add(1)
+			viewersWG.Go(func() {
+				var once sync.Once
+				var samples []time.Duration
+				err := c.Follow(vctx, id, -1, func(p client.Push) error {
+					if p.Ch == client.ChReplayDone {
+						once.Do(ready.Done)
+					}
+					samples = observe(p, stamped, &delivered, ends, samples)
+					return nil
+				}, client.FollowOptions{OnReconnect: func(_ int64, cause error) {
+					if client.IsSlowConsumer(cause) {
+						cuts.Add(1)
+					}
+				}})
+				once.Do(ready.Done)
+				if err != nil && vctx.Err() == nil {
+					errs.add(fmt.Errorf("viewer of %s: %w", id, err))
+				}
+				lat.add(samples)
+			})
 		}
 	}
+	ready.Wait()
 
 	before, _ := scrape(ctx, base)
 	sampler := startSampler(ctx, base)
@@ -117,15 +130,11 @@ func run(ctx context.Context, o options) error {
 	peakRSS, cpu := sampler.stop()
 	after, _ := scrape(ctx, base)
 
-	// Let the viewers drain the tail, then close them and count the cuts.
+	// Let the viewers drain the tail, then stop them.
 	time.Sleep(200 * time.Millisecond)
-	for _, cn := range conns {
-		if client.IsSlowConsumer(cn.Err()) {
-			r.Cuts++
-		}
-		_ = cn.Close()
-	}
+	stopViewers()
 	viewersWG.Wait()
+	r.Cuts = int(cuts.Load())
 
 	r.Turns = int(turns.Load())
 	r.ElapsedSec = elapsed.Seconds()
@@ -153,31 +162,28 @@ func run(ctx context.Context, o options) error {
 	return r.print(o.json)
 }
 
-// consume reads one viewer's pushes until its subscription ends, counting
-// events and collecting chunk latencies; ends is told about turn ends.
-func consume(sub *client.Subscription, stamped bool, delivered *atomic.Int64, ends chan struct{}) []time.Duration {
-	var out []time.Duration
-	for p := range sub.C {
-		if p.Ch != client.ChEvent || p.Event == nil {
-			continue
-		}
-		delivered.Add(1)
-		switch p.Event.Type {
-		case "assistant/chunk":
-			now := time.Now()
-			if stamped {
-				if at, ok := fake.ParseTick(p.Event.Data); ok {
-					out = append(out, now.Sub(at))
-				}
-			} else if strings.Contains(string(p.Event.Data), `"text-delta"`) || strings.Contains(string(p.Event.Data), `"reasoning-delta"`) {
-				out = append(out, now.Sub(time.UnixMilli(p.Event.Time)))
+// observe handles one viewer push: it counts events, collects chunk
+// latencies and tells ends about turn ends.
+func observe(p client.Push, stamped bool, delivered *atomic.Int64, ends chan struct{}, out []time.Duration) []time.Duration {
+	if p.Ch != client.ChEvent || p.Event == nil {
+		return out
+	}
+	delivered.Add(1)
+	switch p.Event.Type {
+	case "assistant/chunk":
+		now := time.Now()
+		if stamped {
+			if at, ok := fake.ParseTick(p.Event.Data); ok {
+				out = append(out, now.Sub(at))
 			}
-		case "turn/end":
-			if ends != nil {
-				select {
-				case ends <- struct{}{}:
-				default:
-				}
+		} else if strings.Contains(string(p.Event.Data), `"text-delta"`) || strings.Contains(string(p.Event.Data), `"reasoning-delta"`) {
+			out = append(out, now.Sub(time.UnixMilli(p.Event.Time)))
+		}
+	case "turn/end":
+		if ends != nil {
+			select {
+			case ends <- struct{}{}:
+			default:
 			}
 		}
 	}
