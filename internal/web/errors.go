@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 )
@@ -39,8 +38,8 @@ const (
 	CodeUnavailable  = "unavailable"
 )
 
-// handleError renders every error the same way: JSON for the API and
-// WebSocket upgrade paths, plain text elsewhere.
+// handleError renders every error the same way: JSON for the API, the
+// WebSocket upgrade and JSON clients; the error page for browsers.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -49,11 +48,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if ae.Status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "code", ae.Code, "err", err)
 	}
-	if strings.HasPrefix(c.Request().URL.Path, "/api/") || c.Request().Header.Get("Accept") == "application/json" {
+	if !wantsHTML(c) {
 		_ = c.JSON(ae.Status, map[string]*APIError{"error": ae})
 		return
 	}
-	_ = c.String(ae.Status, ae.Message)
+	_ = s.errorPage(c, ae.Status, http.StatusText(ae.Status), ae.Message)
 }
 
 func toAPIError(err error) *APIError {
