@@ -16,17 +16,7 @@ import (
 
 func cliConfig(t *testing.T) config.Config {
 	t.Helper()
-	dir := t.TempDir()
-	cfg, err := config.Load(nil, func(k string) string {
-		if k == "HARNESS_DATA_DIR" {
-			return dir
-		}
-		return ""
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return cliConfigAt(t, t.TempDir())
 }
 
 type cliResult struct {

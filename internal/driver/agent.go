@@ -250,73 +250,64 @@ func (a *Agent) Wait(ctx context.Context) error {
 // EditPending replaces the content of a pending inbox item, keeping its id
 // and place. It fails with ErrItemNotFound once the item was claimed.
 func (a *Agent) EditPending(ctx context.Context, id string, content []llm.ContentBlock) error {
-	a.mu.Lock()
-	target, idx := a.findLocked(id)
-	if idx < 0 {
-		a.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrItemNotFound, id)
-	}
-	old := (*a.listLocked(target))[idx]
-	msg := old
-	msg.Content = content
-	if err := validateInput(msg); err != nil {
-		a.mu.Unlock()
-		return err
-	}
-	if err := a.spliceLocked(target, idx, 1, []llm.Message{msg}, session.OutcomeCanceled); err != nil {
-		a.mu.Unlock()
-		return err
-	}
-	a.publishLocked(LiveEvent{Kind: LiveDiscarded, Message: &old})
-	a.publishLocked(LiveEvent{Kind: LiveInserted, Message: &msg})
-	a.publishQueueLocked()
-	a.mu.Unlock()
-	return a.durable(ctx)
+	return a.changePending(ctx, id, func(target session.InboxTarget, idx int, old llm.Message) error {
+		msg := old
+		msg.Content = content
+		if err := validateInput(msg); err != nil {
+			return err
+		}
+		if err := a.spliceLocked(target, idx, 1, []llm.Message{msg}, session.OutcomeCanceled); err != nil {
+			return err
+		}
+		a.publishLocked(LiveEvent{Kind: LiveDiscarded, Message: &old})
+		a.publishLocked(LiveEvent{Kind: LiveInserted, Message: &msg})
+		return nil
+	})
 }
 
 // RemovePending removes a pending inbox item.
 func (a *Agent) RemovePending(ctx context.Context, id string) error {
-	a.mu.Lock()
-	target, idx := a.findLocked(id)
-	if idx < 0 {
-		a.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrItemNotFound, id)
-	}
-	old := (*a.listLocked(target))[idx]
-	if err := a.spliceLocked(target, idx, 1, nil, session.OutcomeCanceled); err != nil {
-		a.mu.Unlock()
-		return err
-	}
-	a.publishLocked(LiveEvent{Kind: LiveDiscarded, Message: &old})
-	a.publishQueueLocked()
-	a.mu.Unlock()
-	return a.durable(ctx)
+	return a.changePending(ctx, id, func(target session.InboxTarget, idx int, old llm.Message) error {
+		if err := a.spliceLocked(target, idx, 1, nil, session.OutcomeCanceled); err != nil {
+			return err
+		}
+		a.publishLocked(LiveEvent{Kind: LiveDiscarded, Message: &old})
+		return nil
+	})
 }
 
 // SteerPending moves a queued prompt to the steering list so it enters the
 // running turn at its next step ("steer now"), and wakes the driver.
 func (a *Agent) SteerPending(ctx context.Context, id string) error {
+	return a.changePending(ctx, id, func(target session.InboxTarget, idx int, msg llm.Message) error {
+		if target == session.TargetNextStep {
+			return nil
+		}
+		if err := a.spliceLocked(session.TargetNextTurn, idx, 1, nil, ""); err != nil {
+			return err
+		}
+		if err := a.spliceLocked(session.TargetNextStep, len(a.nextStep), 0, []llm.Message{msg}, ""); err != nil {
+			return err
+		}
+		a.wakeLocked()
+		return nil
+	})
+}
+
+// changePending runs change on a pending item under the agent's lock, then
+// publishes the queue and waits until the change is durable.
+func (a *Agent) changePending(ctx context.Context, id string, change func(target session.InboxTarget, idx int, msg llm.Message) error) error {
 	a.mu.Lock()
 	target, idx := a.findLocked(id)
 	if idx < 0 {
 		a.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrItemNotFound, id)
 	}
-	if target == session.TargetNextStep {
-		a.mu.Unlock()
-		return nil
-	}
-	msg := a.nextTurn[idx]
-	if err := a.spliceLocked(session.TargetNextTurn, idx, 1, nil, ""); err != nil {
-		a.mu.Unlock()
-		return err
-	}
-	if err := a.spliceLocked(session.TargetNextStep, len(a.nextStep), 0, []llm.Message{msg}, ""); err != nil {
+	if err := change(target, idx, (*a.listLocked(target))[idx]); err != nil {
 		a.mu.Unlock()
 		return err
 	}
 	a.publishQueueLocked()
-	a.wakeLocked()
 	a.mu.Unlock()
 	return a.durable(ctx)
 }
