@@ -28,7 +28,7 @@ func (s *Server) errorPage(c echo.Context, status int, title, msg string) error 
 	return renderComponent(c, status, templates.ErrorPage(templates.ErrorView{Status: status, Title: title, Message: msg}))
 }
 
-// home is a placeholder start page (the UI replaces it with the session list).
+// home is the start page of a server without the UI.
 func (s *Server) home(c echo.Context) error {
 	a := ActorFrom(c)
 	return renderComponent(c, http.StatusOK, templates.HomePage(templates.HomeView{
@@ -36,8 +36,8 @@ func (s *Server) home(c echo.Context) error {
 	}))
 }
 
-// sharePage is a placeholder for the read-only transcript of a share link.
-// Unknown, revoked and expired links all answer 404.
+// sharePage answers a share link on a server without the UI. Unknown,
+// revoked and expired links all answer 404.
 func (s *Server) sharePage(c echo.Context) error {
 	ctx := c.Request().Context()
 	a, err := s.auth.ShareActor(ctx, c.Param("token"))
