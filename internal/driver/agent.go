@@ -349,6 +349,7 @@ func (a *Agent) SetTitle(ctx context.Context, title string, by *session.Actor) e
 	if _, err := a.log.Append(session.TypeSessionTitle, session.SessionTitle{Title: title, Source: session.TitleUser, By: by}); err != nil {
 		return err
 	}
+	a.m.live.publish(LiveEvent{Kind: LiveTitle, Session: a.id})
 	return a.durable(ctx)
 }
 

@@ -28,6 +28,9 @@ const (
 	LiveInteractionResolved  LiveKind = "interaction/resolved"
 	LiveError                LiveKind = "agent/error"
 	LiveUnloaded             LiveKind = "agent/unloaded"
+	// LiveTitle: the session's title changed (a person renamed it, or the
+	// first prompt gave it one), for session lists.
+	LiveTitle LiveKind = "agent/title"
 )
 
 // LiveEvent is one live notification about an agent. Durable facts travel as

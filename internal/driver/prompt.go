@@ -190,7 +190,9 @@ func (a *Agent) maybeTitle(entered []llm.Message) {
 		}
 		if _, err := a.log.Append(session.TypeSessionTitle, session.SessionTitle{Title: title, Source: session.TitleFallback}); err != nil {
 			a.logger.Warn("title", "session", a.id, "err", err)
+			return
 		}
+		a.m.live.publish(LiveEvent{Kind: LiveTitle, Session: a.id})
 		return
 	}
 }

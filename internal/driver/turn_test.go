@@ -44,6 +44,9 @@ func TestCase12FollowupTextReply(t *testing.T) {
 	if len(st) != 2 || st[0] != driver.StatusRunning || st[1] != driver.StatusIdle {
 		t.Fatalf("statuses %v", st)
 	}
+	if titles := h.live.kinds(driver.LiveTitle); len(titles) != 1 || h.agent.Log().State().Title != "hi" {
+		t.Fatalf("title notices %v, title %q", titles, h.agent.Log().State().Title)
+	}
 }
 
 // Case 13: a tool round trip: two model calls in one turn, the second sees

@@ -156,6 +156,9 @@ func (h *Hub) onLive(ev driver.LiveEvent) {
 		return
 	case driver.LiveStatus:
 		h.changes.add(service.Change{Kind: service.ChangeUpdated, Session: ev.Session})
+	case driver.LiveTitle:
+		h.changes.add(service.Change{Kind: service.ChangeUpdated, Session: ev.Session})
+		return
 	}
 	h.mu.Lock()
 	t := h.topics[ev.Session]
