@@ -10,6 +10,7 @@ import (
 
 	"harness/internal/auth"
 	"harness/internal/llm"
+	"harness/internal/models"
 	"harness/internal/service"
 	"harness/web/templates"
 )
@@ -143,7 +144,7 @@ func parseRoute(v string) (provider, model string) {
 }
 
 // userPrefs reads the actor's preferences; failures fall back to none.
-func (s *Server) userPrefs(ctx context.Context, a *auth.Actor) UserPrefs {
+func (s *Server) userPrefs(ctx context.Context, a *auth.Actor) models.UserPrefs {
 	p, err := s.ui.Routes.Store().UserPrefs(ctx, a.UserID)
 	if err != nil {
 		s.log.WarnContext(ctx, "read user preferences", "err", err)

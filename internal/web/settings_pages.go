@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"harness/internal/models"
 	"harness/internal/session"
 	"harness/web/templates"
 )
@@ -66,7 +67,7 @@ func (s *Server) renderSettings(c echo.Context, status int, flashMsg, errMsg str
 // sessions.
 func (s *Server) pageSavePrefs(c echo.Context) error {
 	ctx := c.Request().Context()
-	p := UserPrefs{Mode: session.PermissionMode(c.FormValue("mode"))}
+	p := models.UserPrefs{Mode: session.PermissionMode(c.FormValue("mode"))}
 	switch p.Mode {
 	case session.ModeAsk, session.ModeAuto, session.ModeReadOnly:
 	default:
@@ -85,7 +86,7 @@ func (s *Server) pageSavePrefs(c echo.Context) error {
 // POST /settings/default {route} — the server's default route (admins).
 func (s *Server) pageSaveDefault(c echo.Context) error {
 	prov, model := parseRoute(c.FormValue("route"))
-	if err := s.ui.Routes.SetDefault(c.Request().Context(), RouteSetting{Provider: prov, Model: model}); err != nil {
+	if err := s.ui.Routes.SetDefault(c.Request().Context(), models.RouteSetting{Provider: prov, Model: model}); err != nil {
 		if m := formMessage(err); m != "" {
 			return s.renderSettings(c, http.StatusBadRequest, "", m)
 		}

@@ -23,14 +23,14 @@ import (
 type ModelRoutes struct {
 	log   *slog.Logger
 	reg   *llm.Registry
-	store *SettingsStore
+	store *models.SettingsStore
 
 	mu      sync.Mutex
 	managed map[string]bool // names this applies
 }
 
 // NewModelRoutes builds the applier.
-func NewModelRoutes(log *slog.Logger, reg *llm.Registry, store *SettingsStore) *ModelRoutes {
+func NewModelRoutes(log *slog.Logger, reg *llm.Registry, store *models.SettingsStore) *ModelRoutes {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -41,7 +41,7 @@ func NewModelRoutes(log *slog.Logger, reg *llm.Registry, store *SettingsStore) *
 func (m *ModelRoutes) Registry() *llm.Registry { return m.reg }
 
 // Store is the settings store.
-func (m *ModelRoutes) Store() *SettingsStore { return m.store }
+func (m *ModelRoutes) Store() *models.SettingsStore { return m.store }
 
 // Load applies every stored route and the stored default. A route that
 // does not build is logged and skipped, so one bad row does not stop the
@@ -132,7 +132,7 @@ func (m *ModelRoutes) Delete(ctx context.Context, name string) error {
 }
 
 // SetDefault stores and applies the default route.
-func (m *ModelRoutes) SetDefault(ctx context.Context, r RouteSetting) error {
+func (m *ModelRoutes) SetDefault(ctx context.Context, r models.RouteSetting) error {
 	p, ok := m.reg.Get(r.Provider)
 	if !ok {
 		return &formError{"unknown provider " + r.Provider}
