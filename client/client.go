@@ -224,6 +224,14 @@ func (c *Client) Cancel(ctx context.Context, id string, keepInbox bool) error {
 	return c.do(ctx, http.MethodPost, sessionPath(id, "cancel"), map[string]bool{"keepInbox": keepInbox}, nil)
 }
 
+// Compact compacts the session's history into a summary now (writers, on
+// an idle session: "busy" with status 409 otherwise). It returns once the
+// summary is written, which takes a model call.
+func (c *Client) Compact(ctx context.Context, id string) (CompactResult, error) {
+	var r CompactResult
+	return r, c.do(ctx, http.MethodPost, sessionPath(id, "compact"), nil, &r)
+}
+
 // Approve allows or denies a pending approval.
 func (c *Client) Approve(ctx context.Context, id, approval string, allow bool) error {
 	return c.do(ctx, http.MethodPost, sessionPath(id, "approvals", approval), map[string]string{"decision": decision(allow)}, nil)

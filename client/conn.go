@@ -41,6 +41,10 @@ type Response struct {
 	Error     *Error `json:"error,omitempty"`
 	MessageID string `json:"messageId,omitempty"`
 	Role      string `json:"role,omitempty"`
+	// Context is the session's context meter (subscribe).
+	Context *ContextMeter `json:"context,omitempty"`
+	// Compaction is the outcome of a compact request.
+	Compaction *CompactResult `json:"compaction,omitempty"`
 }
 
 // Conn is a WebSocket connection: requests are correlated with their
@@ -72,6 +76,8 @@ type Subscription struct {
 	Session string
 	// Role is the caller's role on the session.
 	Role string
+	// Context is the session's context meter when it subscribed.
+	Context ContextMeter
 	// C is closed on unsubscribe, on session/closed, and when the
 	// connection ends (then Conn.Err says why).
 	C <-chan Push
@@ -373,6 +379,9 @@ func (cn *Conn) Subscribe(ctx context.Context, session string, since int64, opts
 		return nil, err
 	}
 	sub.Role = r.Role
+	if r.Context != nil {
+		sub.Context = *r.Context
+	}
 	return sub, nil
 }
 
@@ -458,6 +467,20 @@ func (cn *Conn) SetMode(ctx context.Context, session, mode string) error {
 func (cn *Conn) SetModel(ctx context.Context, session, provider, model string) error {
 	_, err := cn.Do(ctx, Request{Op: "set_model", Session: session, Provider: provider, Model: model})
 	return err
+}
+
+// Compact compacts the session's history into a summary now (writers, on
+// an idle session; "busy" otherwise). The answer comes once the summary is
+// written, which takes a model call.
+func (cn *Conn) Compact(ctx context.Context, session string) (CompactResult, error) {
+	r, err := cn.Do(ctx, Request{Op: "compact", Session: session})
+	if err != nil {
+		return CompactResult{}, err
+	}
+	if r.Compaction == nil {
+		return CompactResult{}, errors.New("compact: the answer has no result")
+	}
+	return *r.Compaction, nil
 }
 
 // IsSlowConsumer reports whether err is the close of a connection cut for

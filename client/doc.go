@@ -1,6 +1,7 @@
 // Package client is the Go client of the Harness server: every REST route
-// (sessions, events, messages, approvals, questions, queue, fork, export,
-// members, share links, providers) and the WebSocket protocol at /ws
+// (sessions, events, messages, approvals, questions, queue, compaction,
+// fork, export, members, share links, providers) and the WebSocket
+// protocol at /ws
 // (docs/protocol.md), with request/response correlation, per-session push
 // channels and a reconnect-with-since helper (Follow). Tests, the load tool
 // and scripts use it.

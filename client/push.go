@@ -63,10 +63,12 @@ func (p *Push) UnmarshalJSON(b []byte) error {
 // wireFrame is any server frame: an answer (re set) or a push. The reader
 // decodes each frame once into it.
 type wireFrame struct {
-	Re        *string `json:"re"`
-	OK        bool    `json:"ok"`
-	MessageID string  `json:"messageId"`
-	Role      string  `json:"role"`
+	Re         *string        `json:"re"`
+	OK         bool           `json:"ok"`
+	MessageID  string         `json:"messageId"`
+	Role       string         `json:"role"`
+	Context    *ContextMeter  `json:"context"`
+	Compaction *CompactResult `json:"compaction"`
 
 	Ch          string          `json:"ch"`
 	Session     json.RawMessage `json:"session"`
@@ -84,7 +86,7 @@ type wireFrame struct {
 
 // response builds the answer of an answer frame.
 func (w *wireFrame) response() (Response, error) {
-	r := Response{Re: *w.Re, OK: w.OK, MessageID: w.MessageID, Role: w.Role}
+	r := Response{Re: *w.Re, OK: w.OK, MessageID: w.MessageID, Role: w.Role, Context: w.Context, Compaction: w.Compaction}
 	if len(w.Err) > 0 && string(w.Err) != "null" {
 		r.Error = &Error{}
 		if err := json.Unmarshal(w.Err, r.Error); err != nil {

@@ -34,6 +34,27 @@ type Session struct {
 	ForkSeq      *int64        `json:"forkSeq,omitempty"`
 	Queue        Queue         `json:"queue"`
 	Interactions []Interaction `json:"interactions"`
+	Context      ContextMeter  `json:"context"`
+}
+
+// ContextMeter is how full a session's context window is: the size of its
+// next request in tokens, the route's window (0: unknown) and the share.
+type ContextMeter struct {
+	Tokens  int64   `json:"tokens"`
+	Window  int64   `json:"window"`
+	Percent float64 `json:"percent"`
+}
+
+// CompactResult is the outcome of a manual compaction. Compacted is false
+// when there was nothing to compact yet.
+type CompactResult struct {
+	Compacted    bool         `json:"compacted"`
+	CompactionID string       `json:"compactionId,omitempty"`
+	CommandID    string       `json:"commandId"`
+	Replaced     int          `json:"replaced"`
+	TokensSaved  int64        `json:"tokensSaved"`
+	Message      string       `json:"message"`
+	Context      ContextMeter `json:"context"`
 }
 
 // SessionList is a page of sessions.

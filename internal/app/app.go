@@ -134,17 +134,21 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		OnLoad:         compact.OnLoad,
 		Observer:       a.Metrics.Observer(),
 	})
-	compact.Install(a.Manager, compact.Options{Logger: log})
+	// One meter for the automatic triggers, the service and the renderer,
+	// so they share its incremental folds.
+	copts := compact.Options{Logger: log, Meter: compact.NewMeter()}
+	compact.Install(a.Manager, copts)
 	a.Service = service.New(service.Deps{
 		Log: log, Store: a.Store, Manager: a.Manager, Auth: a.Auth, WorkspaceRoot: a.WorkspaceRoot(),
+		Compaction: copts,
 	})
-	a.Render = render.NewRenderer(render.NewMarkdown(), render.RendererOptions{Logs: a.liveLog})
+	a.Render = render.NewRenderer(render.NewMarkdown(), render.RendererOptions{Logs: a.liveLog, Context: a.liveContext})
 	renderer := opts.Renderer
 	if renderer == nil {
 		renderer = a.Render
 	}
 	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Renderer: renderer, Options: opts.WS})
-	a.Routes = web.NewModelRoutes(log, a.Providers, web.NewSettingsStore(db))
+	a.Routes = web.NewModelRoutes(log, a.Providers, models.NewSettingsStore(db))
 	if err := a.Routes.Load(ctx); err != nil {
 		return nil, fmt.Errorf("model routes from settings: %w", err)
 	}
@@ -212,6 +216,16 @@ func (a *App) liveLog(id string) (*session.Log, bool) {
 		return nil, false
 	}
 	return ag.Log(), true
+}
+
+// liveContext is a loaded session's context meter, for the renderer. It
+// runs on a socket's writer, so its one possible read (the stored route of
+// a session that never made a request) is bounded.
+func (a *App) liveContext(id string) (render.ContextFigures, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	m, ok := a.Service.LiveContext(ctx, id)
+	return render.ContextFigures{Tokens: m.Tokens, Window: m.Window}, ok
 }
 
 // WorkspaceRoot is the directory holding one workspace per session.

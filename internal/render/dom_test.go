@@ -23,7 +23,7 @@ type page struct {
 
 func newPage(t *testing.T) *page {
 	t.Helper()
-	doc, err := html.Parse(strings.NewReader(`<!DOCTYPE html><html><body><h1 id="session-title"></h1><div id="transcript"></div><div id="dock"></div><div id="takeover"></div></body></html>`))
+	doc, err := html.Parse(strings.NewReader(`<!DOCTYPE html><html><body><header id="chat-head"><h1 id="session-title"></h1><span id="ctx-meter"></span></header><div id="transcript"></div><div id="dock"></div><div id="takeover"></div></body></html>`))
 	if err != nil {
 		t.Fatal(err)
 	}

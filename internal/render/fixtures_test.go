@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"harness/internal/compact"
 	"harness/internal/driver"
 	"harness/internal/driverstore"
 	"harness/internal/llm"
@@ -213,6 +214,65 @@ func TestRecordFixtures(t *testing.T) {
 		r.send("ada", "hit the limit")
 		r.save("failures")
 	})
+	t.Run("compaction", recordCompaction)
+}
+
+// recordCompaction records a session on a small context window: pressure
+// compaction inside a turn, then a manual compaction between turns.
+func recordCompaction(t *testing.T) {
+	srv := fake.NewServer(fake.Script{Responder: compactionResponder})
+	url := srv.Start(t)
+	p, err := openai.New(openai.Config{Name: "fake", Label: "Fake", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test",
+		DefaultModel: "fake-model", Models: []llm.ModelInfo{{ID: "fake-model", Label: "Fake", ContextWindow: 6_000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRecorder(t, p)
+	compact.Install(r.mgr, compact.Options{})
+	for i, prompt := range []string{
+		"Goal: write a tiny calculator in Go. Start with the parser.",
+		"Now the evaluator.",
+		"Add error handling.",
+		"Add tests.",
+		"Summarize what we have.",
+	} {
+		r.send("ada", prompt)
+		if i == 3 && compactions(r.agent.Log()) != 0 {
+			t.Fatal("compacted before the window filled")
+		}
+	}
+	if compactions(r.agent.Log()) != 1 {
+		t.Fatalf("%d compactions, want one from context pressure", compactions(r.agent.Log()))
+	}
+	res, err := compact.Compact(r.ctx, r.agent, compact.Options{Providers: r.mgr.Providers(), CommandID: "cmd-1"})
+	if err != nil || !res.Compacted {
+		t.Fatalf("manual compaction: %+v, %v", res, err)
+	}
+	r.send("ada", "Go on with the README.")
+	r.save("compaction")
+}
+
+// compactionResponder answers summary requests with an eight-section
+// checkpoint and everything else with a long answer.
+func compactionResponder(rec fake.Recorded) fake.Reply {
+	if rec.Header.Get("X-Harness-Purpose") == string(llm.PurposeCompaction) {
+		return fake.Reply{Text: "## Primary Request and Intent\n- Write a tiny calculator in Go <script>alert(1)</script>.\n\n" +
+			"## Key Technical Concepts\n- Recursive descent, `float64`.\n\n## Files and Code\n- `calc.go`: parser and evaluator.\n\n" +
+			"## Errors and Fixes\n- (none)\n\n## Pending Jobs\n- Tests.\n\n## Current Work\n- Error handling.\n\n" +
+			"## Next Step\n- Write the tests.\n\n## Critical Context\n- Keep it in one file."}
+	}
+	return fake.Reply{Text: "Here is the next part.\n\n" + strings.Repeat("The calculator parses numbers and operators carefully. ", 45) +
+		"\n\n```go\nfunc eval(s string) (float64, error) { return 0, nil }\n```", Chunks: 6}
+}
+
+func compactions(l *session.Log) int {
+	n := 0
+	for _, ev := range l.Events(0, l.Len()) {
+		if ev.Type == session.TypeCompactionSum {
+			n++
+		}
+	}
+	return n
 }
 
 func countChunks(l *session.Log, from int64, typ llm.ChunkType) int {

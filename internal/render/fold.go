@@ -42,6 +42,8 @@ type folder struct {
 	index map[string]int
 	// turn usage sums per open turn.
 	turnUsage map[int]*UsageItem
+	// triggers of the compactions started on the page, by id.
+	triggers map[string]CompactionTrigger
 	// streams hold the text of streaming blocks by item id; the items get
 	// it when the fold ends (appending to strings would be quadratic).
 	streams map[string]*strings.Builder
@@ -52,7 +54,7 @@ type folder struct {
 // transcript items. Events it does not show are skipped; a malformed event
 // is skipped too, never fatal.
 func (m *Markdown) Fold(events []session.Event, opts FoldOptions) Transcript {
-	f := &folder{md: m, opts: opts, index: map[string]int{}, turnUsage: map[int]*UsageItem{}, streams: map[string]*strings.Builder{}}
+	f := &folder{md: m, opts: opts, index: map[string]int{}, turnUsage: map[int]*UsageItem{}, streams: map[string]*strings.Builder{}, triggers: map[string]CompactionTrigger{}}
 	f.out.First, f.out.Last = -1, -1
 	for _, ev := range events {
 		if f.out.First < 0 {
@@ -256,7 +258,17 @@ func (f *folder) apply(ev session.Event) {
 		if err == nil && rc.ContextWindow > 0 {
 			f.out.ContextWindow = rc.ContextWindow
 		}
-	case session.TypePermissionMode, session.TypeModelSelected, session.TypeCompactionSum, session.TypeCompactionEnd:
+	case session.TypeCompactionStart:
+		cs, err := session.Decode[session.CompactionStart](ev)
+		if err == nil {
+			f.triggers[cs.CompactionID] = triggerOf(cs)
+		}
+	case session.TypeCompactionSum:
+		cs, err := session.Decode[session.CompactionSummary](ev)
+		if err == nil {
+			f.add(f.md.CompactionMarker(base, cs, f.triggers[cs.CompactionID]))
+		}
+	case session.TypePermissionMode, session.TypeModelSelected, session.TypeCompactionEnd:
 		if it := SettingNotice(base, ev); it != nil {
 			f.add(it)
 		}
@@ -319,18 +331,14 @@ func actorName(a *session.Actor) string {
 }
 
 // UserMessageItem is the item of a user/message event, or nil for
-// messages not shown (runtime context, tool context, permission notes).
+// messages not shown (runtime context, tool context, permission notes, and
+// compaction checkpoints, whose marker comes from compaction/summary).
 func UserMessageItem(base Base, m llm.Message, viewerID string) Item {
-	switch m.Source.Kind {
-	case llm.SourceUser:
-		return &UserItem{Base: withID(base, userID(m.ID)), Text: m.Text(), Author: m.Source.Name,
-			ShowAuthor: viewerID == "" || m.Source.UserID != viewerID}
-	case llm.SourcePlugin:
-		if m.Source.Plugin == llm.PluginCompact {
-			return &NoticeItem{Base: withID(base, seqID("n", base.Seq)), Kind: NoticeCompaction, Text: "Earlier conversation was compacted into a summary."}
-		}
+	if m.Source.Kind != llm.SourceUser {
+		return nil
 	}
-	return nil
+	return &UserItem{Base: withID(base, userID(m.ID)), Text: m.Text(), Author: m.Source.Name,
+		ShowAuthor: viewerID == "" || m.Source.UserID != viewerID}
 }
 
 // BlockStartItem is the empty streaming item a block-start chunk opens.

@@ -13,7 +13,7 @@ import (
 func TestFoldGolden(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
-	for _, name := range []string{"demo-tools", "failures"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tr := md.Fold(loadFixture(t, name), render.FoldOptions{ViewerID: "u-ada"})
@@ -116,7 +116,7 @@ func TestFoldIDsUnique(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
 	safe := regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	for _, name := range []string{"demo-tools", "failures"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction"} {
 		seen := map[string]bool{}
 		for _, it := range md.Fold(loadFixture(t, name), render.FoldOptions{}).Items {
 			id := it.ItemID()
@@ -133,25 +133,27 @@ func TestFoldIDsUnique(t *testing.T) {
 func TestFoldPages(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
-	evs := loadFixture(t, "demo-tools")
-	whole := md.Fold(evs, render.FoldOptions{ViewerID: "u-ada"})
-	// Cut before every turn/start, as a page boundary at a user message
-	// would.
-	var pages [][]session.Event
-	start := 0
-	for i, ev := range evs {
-		if ev.Type == session.TypeTurnStart && i > start {
-			pages = append(pages, evs[start:i])
-			start = i
+	for _, name := range []string{"demo-tools", "compaction"} {
+		evs := loadFixture(t, name)
+		whole := md.Fold(evs, render.FoldOptions{ViewerID: "u-ada"})
+		// Cut before every turn/start, as a page boundary at a user message
+		// would.
+		var pages [][]session.Event
+		start := 0
+		for i, ev := range evs {
+			if ev.Type == session.TypeTurnStart && i > start {
+				pages = append(pages, evs[start:i])
+				start = i
+			}
 		}
-	}
-	pages = append(pages, evs[start:])
-	var items []render.Item
-	for _, p := range pages {
-		items = append(items, md.Fold(p, render.FoldOptions{ViewerID: "u-ada"}).Items...)
-	}
-	if a, b := renderItems(t, whole.Items), renderItems(t, items); a != b {
-		t.Errorf("paged fold differs from the whole fold:\n%s", firstDiffText(a, b))
+		pages = append(pages, evs[start:])
+		var items []render.Item
+		for _, p := range pages {
+			items = append(items, md.Fold(p, render.FoldOptions{ViewerID: "u-ada"}).Items...)
+		}
+		if a, b := renderItems(t, whole.Items), renderItems(t, items); a != b {
+			t.Errorf("%s: paged fold differs from the whole fold:\n%s", name, firstDiffText(a, b))
+		}
 	}
 }
 

@@ -31,8 +31,7 @@ func (b Base) ItemID() string  { return b.ID }
 func (b Base) ItemSeq() int64  { return b.Seq }
 func (b Base) SeqAttr() string { return strconv.FormatInt(b.Seq, 10) }
 
-// UserItem is a person's message (or a plugin note such as a compaction
-// summary, shown differently).
+// UserItem is a person's message.
 type UserItem struct {
 	Base
 	Text string

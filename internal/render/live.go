@@ -30,6 +30,7 @@ const DefaultPreviewInterval = 250 * time.Millisecond
 type Renderer struct {
 	md       *Markdown
 	logs     LogSource
+	context  ContextSource
 	interval int64 // ms
 	previews *previewCache
 	turns    *usageCache
@@ -41,6 +42,9 @@ var _ ws.Renderer = (*Renderer)(nil)
 type RendererOptions struct {
 	// Logs reads loaded sessions' logs; nil disables what needs it.
 	Logs LogSource
+	// Context measures sessions for the header's context meter; nil sends
+	// no meter updates.
+	Context ContextSource
 	// PreviewInterval overrides DefaultPreviewInterval.
 	PreviewInterval time.Duration
 }
@@ -51,7 +55,7 @@ func NewRenderer(md *Markdown, opts RendererOptions) *Renderer {
 	if iv <= 0 {
 		iv = DefaultPreviewInterval
 	}
-	return &Renderer{md: md, logs: opts.Logs, interval: iv.Milliseconds(), previews: newPreviewCache(64), turns: newUsageCache(64)}
+	return &Renderer{md: md, logs: opts.Logs, context: opts.Context, interval: iv.Milliseconds(), previews: newPreviewCache(64), turns: newUsageCache(64)}
 }
 
 // Markdown is the renderer's markdown converter.
@@ -170,6 +174,12 @@ func (r *Renderer) Render(ev session.Event, rc ws.RenderContext) (string, error)
 			items = append(items, it)
 		}
 		err = f.upsertItems(items...)
+	case session.TypeCompactionSum:
+		cs, derr := session.Decode[session.CompactionSummary](ev)
+		if derr != nil {
+			return "", derr
+		}
+		err = f.upsertItems(r.md.CompactionMarker(base, cs, r.compactionTrigger(rc.Session, ev.Seq, cs.CompactionID)))
 	case session.TypePermissionMode, session.TypeModelSelected, session.TypeCompactionEnd:
 		if it := SettingNotice(base, ev); it != nil {
 			err = f.upsertItems(it)
@@ -183,10 +193,35 @@ func (r *Renderer) Render(ev session.Event, rc ws.RenderContext) (string, error)
 	default:
 		return "", nil
 	}
+	if err == nil {
+		err = r.meter(f, rc.Session, ev.Type)
+	}
 	if err != nil {
 		return "", err
 	}
 	return f.String(), nil
+}
+
+// meterEvents change the context meter: the surface grows or is replaced
+// (user, assistant, tool result, a compaction's checkpoint) or the route's
+// window changes.
+var meterEvents = map[session.Type]bool{
+	session.TypeUserMessage: true, session.TypeAssistantMessage: true, session.TypeToolResult: true,
+	session.TypeCompactionEnd: true, session.TypeModelSelected: true,
+}
+
+// meter adds the current context meter after the events that change it.
+// The figures are the session's as of now (the meter is incremental, and
+// the source shares one measurement between subscribers).
+func (r *Renderer) meter(f *fragment, sessionID string, t session.Type) error {
+	if r.context == nil || !meterEvents[t] {
+		return nil
+	}
+	c, ok := r.context(sessionID)
+	if !ok {
+		return nil
+	}
+	return f.upsert(ParentChatHead, ContextMeter(c))
 }
 
 // chunk renders stream chunks: a block's shell at block-start, its final

@@ -31,7 +31,7 @@ func newLiveRenderer(l *session.Log) *render.Renderer {
 
 func TestLiveGolden(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"demo-tools", "failures"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			evs := loadFixture(t, name)
@@ -57,7 +57,7 @@ func TestLiveGolden(t *testing.T) {
 func TestLiveConvergesWithFold(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
-	for _, name := range []string{"demo-tools", "failures"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			evs := loadFixture(t, name)

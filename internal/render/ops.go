@@ -36,6 +36,8 @@ const (
 	ParentTranscript = "transcript"
 	ParentDock       = "dock"
 	ParentTakeover   = "takeover"
+	// ParentChatHead is the chat page's header (the context meter).
+	ParentChatHead = "chat-head"
 )
 
 // fragment builds the HTML of one push.

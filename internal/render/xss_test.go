@@ -77,7 +77,8 @@ func scriptSink(t *testing.T, fragment string) []string {
 					bad = append(bad, a.Key+"="+a.Val)
 				case k == "id" && !strings.HasPrefix(v, "t-") && !strings.HasPrefix(v, "u-") && !strings.HasPrefix(v, "a-") &&
 					!strings.HasPrefix(v, "q-") && !strings.HasPrefix(v, "b-") && !strings.HasPrefix(v, "e-") &&
-					!strings.HasPrefix(v, "n-") && !strings.HasPrefix(v, "r-") && !strings.HasPrefix(v, "ut-") && v != "todo-dock":
+					!strings.HasPrefix(v, "n-") && !strings.HasPrefix(v, "r-") && !strings.HasPrefix(v, "ut-") && !strings.HasPrefix(v, "c-") &&
+					v != "todo-dock" && v != "ctx-meter":
 					bad = append(bad, "foreign id "+a.Val)
 				}
 			}
@@ -158,6 +159,12 @@ func hostileLog(t *testing.T, p string) []session.Event {
 	add(session.TypeLLMRetry, session.LLMRetry{RetryID: p, Turn: 1, Step: 2, Retry: 1, DelayMs: 10, Failure: llm.Failure{Code: llm.Code(p), Message: p}})
 	add(session.TypeTurnEnd, session.TurnEnd{Turn: 1, Reason: session.TurnEndReason{Kind: session.ReasonError, Error: &llm.Failure{Code: llm.Code(p), Message: p}}})
 	add(session.TypeModelSelected, session.ModelSelected{Provider: p, Model: p, By: &session.Actor{Name: p}})
+	add(session.TypeCompactionStart, session.CompactionStart{CompactionID: p, SourceCommandID: p})
+	add(session.TypeCompactionSum, session.CompactionSummary{CompactionID: p, Summary: []llm.ContentBlock{llm.Text("## " + p + "\n\n" + p)}, ShadowedSeqs: []int64{3}, ShadowedTokenCount: 9})
+	add(session.TypeUserMessage, llm.Message{ID: "cp", Role: llm.RoleUser, Content: []llm.ContentBlock{llm.Text(p)}, Source: llm.Source{Kind: llm.SourcePlugin, Plugin: llm.PluginCompact, CompactionID: p}})
+	add(session.TypeCompactionEnd, session.CompactionEnd{CompactionID: p})
+	add(session.TypeCompactionStart, session.CompactionStart{CompactionID: "c2"})
+	add(session.TypeCompactionEnd, session.CompactionEnd{CompactionID: "c2", Error: p})
 	return l.Events(0, l.Len())
 }
 
@@ -186,7 +193,13 @@ func TestNothingExecutableSurvives(t *testing.T) {
 			pages = append(pages, dock.String())
 			// A mid-stream page (streaming blocks rendered from deltas).
 			pages = append(pages, renderItems(t, md.Fold(evs[:10], render.FoldOptions{}).Items))
-			r := render.NewRenderer(md, render.RendererOptions{Logs: func(string) (*session.Log, bool) { return l, true }, PreviewInterval: 1})
+			r := render.NewRenderer(md, render.RendererOptions{
+				Logs: func(string) (*session.Log, bool) { return l, true },
+				Context: func(string) (render.ContextFigures, bool) {
+					return render.ContextFigures{Tokens: 10, Window: 100}, true
+				},
+				PreviewInterval: 1,
+			})
 			for _, ev := range evs {
 				h, err := r.Render(ev, ws.RenderContext{Session: "fixture", Actor: ada})
 				if err != nil {

@@ -1,7 +1,9 @@
 // Package service is the one application layer behind the REST API and the
 // WebSocket: every operation on sessions (create, list, read, send, cancel,
-// queue edits, approvals, answers, mode and model, rename, archive, fork,
-// delete, export, members, share links) is a method here.
+// queue edits, approvals, answers, mode and model, manual compaction,
+// rename, archive, fork, delete, export, members, share links) is a method
+// here. Session summaries carry the context meter (compact.Meter, shared
+// with the automatic compaction triggers and the renderer).
 //
 // Every method takes (ctx, actor, ...) and calls auth.Service.Authorize (or
 // CanCreateSession) before it touches anything, so a refused actor changes

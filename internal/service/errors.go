@@ -30,7 +30,10 @@ const (
 	CodeOpenTurn     Code = "open_turn"
 	CodeUnknownOp    Code = "unknown_op"
 	CodeUnavailable  Code = "unavailable"
-	CodeInternal     Code = "internal"
+	// CodeCompactionFailed: a manual compaction could not summarize (the
+	// model failed, or its summary was unusable); nothing was replaced.
+	CodeCompactionFailed Code = "compaction_failed"
+	CodeInternal         Code = "internal"
 )
 
 // HTTPStatus is the status a REST response carries for the code.
@@ -50,6 +53,8 @@ func (c Code) HTTPStatus() int {
 		return http.StatusRequestEntityTooLarge
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeCompactionFailed:
+		return http.StatusBadGateway
 	default:
 		return http.StatusInternalServerError
 	}

@@ -13,6 +13,7 @@ import (
 	"harness/internal/app"
 	"harness/internal/auth"
 	"harness/internal/config"
+	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/service"
 )
@@ -30,10 +31,17 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t)
+}
+
+// newEnvWith is newEnv with extra model routes (the first is the default).
+func newEnvWith(t *testing.T, providers ...llm.Provider) *env {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := config.Config{Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "h.db"), ShutdownTimeout: 5 * time.Second}
 	a, err := app.New(t.Context(), slog.New(slog.DiscardHandler), cfg, app.Options{
 		Getenv:         func(string) string { return "" },
+		Providers:      providers,
 		DemoOptions:    []fake.Option{fake.WithChunkDelay(time.Millisecond)},
 		VerifyRequests: true,
 		AuthOptions:    &auth.Options{BcryptCost: bcrypt.MinCost},

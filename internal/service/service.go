@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"harness/internal/auth"
+	"harness/internal/compact"
 	"harness/internal/driver"
 	"harness/internal/llm"
 	"harness/internal/models"
@@ -22,6 +23,11 @@ type Deps struct {
 	Auth    *auth.Service
 	// WorkspaceRoot holds one workspace directory per session.
 	WorkspaceRoot string
+	// Compaction are the options compact.Install got; their Meter (shared
+	// with the automatic triggers and the renderer) measures the context
+	// figures, and manual compactions (Compact) run with them. Providers and
+	// CommandID are set per call. The zero value works (a private meter).
+	Compaction compact.Options
 }
 
 // Service is the application layer over sessions.
@@ -32,6 +38,8 @@ type Service struct {
 	auth      *auth.Service
 	providers *llm.Registry
 	root      string
+	compact   compact.Options
+	meters    *meterCache
 
 	changesMu sync.RWMutex
 	nextSub   int
@@ -44,9 +52,17 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	copts := d.Compaction
+	if copts.Meter == nil {
+		copts.Meter = compact.NewMeter()
+	}
+	if copts.Logger == nil {
+		copts.Logger = log
+	}
 	return &Service{
 		log: log, store: d.Store, mgr: d.Manager, auth: d.Auth,
 		providers: d.Manager.Providers(), root: d.WorkspaceRoot,
+		compact: copts, meters: newMeterCache(meterCacheSize),
 		changes: map[int]func(Change){},
 	}
 }

@@ -228,20 +228,25 @@ func (s *Service) get(ctx context.Context, id string, role auth.SessionRole) (Se
 	if err != nil {
 		return Session{}, s.fail(ctx, "get session", err)
 	}
-	if row.PendingInbox > 0 {
-		// Queued input lives in the agent; load it so the queue shows.
-		if _, err := s.mgr.Get(ctx, id); err != nil {
+	// The queue, pending prompts and the context meter live in the agent.
+	ag, err := s.mgr.Get(ctx, id)
+	if err != nil {
+		if row.PendingInbox > 0 {
 			return Session{}, s.fail(ctx, "load session", err)
 		}
+		s.log.WarnContext(ctx, "get session: load agent", "session", id, "err", err)
+		ag = nil
 	}
 	out := Session{SessionRow: s.rowOf(row, role), Queue: driver.Queue{Queued: []llm.Message{}, Steering: []llm.Message{}}, Interactions: []driver.Interaction{}}
 	if row.ParentID != "" {
 		fs := row.ForkSeq
 		out.ForkSeq = &fs
 	}
-	if ag, ok := s.mgr.Lookup(id); ok {
+	out.Context.Window = s.compact.Window(s.providers, out.Provider, out.Model)
+	if ag != nil {
 		out.Queue = ag.Queue()
 		out.Interactions = ag.PendingInteractions()
+		out.Context = s.measure(id, ag.Log(), out.Provider, out.Model)
 	}
 	return out, nil
 }

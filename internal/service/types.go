@@ -46,6 +46,8 @@ type Session struct {
 	ForkSeq      *int64               `json:"forkSeq,omitempty"`
 	Queue        driver.Queue         `json:"queue"`
 	Interactions []driver.Interaction `json:"interactions"`
+	// Context is the context meter: the next request's size and window.
+	Context ContextMeter `json:"context"`
 }
 
 // NewSession are the options of CreateSession; all are optional.

@@ -33,6 +33,7 @@ func (s *Server) apiRoutes() {
 
 	g.POST("/sessions/:id/messages", s.apiSendMessage)
 	g.POST("/sessions/:id/cancel", s.apiCancel)
+	g.POST("/sessions/:id/compact", s.apiCompact)
 	g.POST("/sessions/:id/approvals/:aid", s.apiApprove)
 	g.POST("/sessions/:id/questions/:qid", s.apiAnswer)
 	g.PATCH("/sessions/:id/queue/:item", s.apiEditQueueItem)

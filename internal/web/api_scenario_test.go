@@ -96,6 +96,11 @@ var sessionRESTRows = []scenarioRow{
 	{Name: "GET session", Method: http.MethodGet, Path: "/api/sessions/{session}", Want: wantRead},
 	{Name: "GET events", Method: http.MethodGet, Path: "/api/sessions/{session}/events?since=-1", Want: wantRead},
 	{Name: "GET export", Method: http.MethodGet, Path: "/api/sessions/{session}/export", Want: wantRead},
+	// Before any message: writers get 200 with nothing to compact yet (the
+	// compaction itself is tested in api_compact_test.go).
+	{Name: "POST compact", Method: http.MethodPost, Path: "/api/sessions/{session}/compact", Mutates: true, Want: wantWrite(200)},
+	{Name: "POST compact (token)", Method: http.MethodPost, Path: "/api/sessions/{session}/compact", Auth: viaBearer, JSON: map[string]string{}, Mutates: true, Want: wantWrite(200)},
+	{Name: "POST compact without CSRF", Method: http.MethodPost, Path: "/api/sessions/{session}/compact", NoCSRF: true, Want: expect(401, only(403, userActors...))},
 	{Name: "POST message", Method: http.MethodPost, Path: "/api/sessions/{session}/messages", JSON: map[string]string{"content": "hello"}, Mutates: true, Want: wantWrite(202)},
 	{Name: "POST message (token)", Method: http.MethodPost, Path: "/api/sessions/{session}/messages", Auth: viaBearer, JSON: map[string]string{"content": "hello", "mode": "steer"}, Mutates: true, Want: wantWrite(202)},
 	{Name: "POST message without CSRF", Method: http.MethodPost, Path: "/api/sessions/{session}/messages", NoCSRF: true, JSON: map[string]string{"content": "hello"}, Want: expect(401, only(403, userActors...))},
@@ -189,6 +194,8 @@ var wsRows = func() []scenarioRow {
 		row("ping", map[string]any{"op": "ping"}, wantConnected, false),
 		row("subscribe", map[string]any{"op": "subscribe", "since": -1}, wantSubscribe, false),
 		row("unsubscribe", map[string]any{"op": "unsubscribe"}, wantConnected, false),
+		// Before any message: nothing to compact yet for writers.
+		row("compact", map[string]any{"op": "compact"}, wantWrite(200), true),
 		row("followup", map[string]any{"op": "followup", "content": "hello"}, wantWrite(200), true),
 		row("steer", map[string]any{"op": "steer", "content": "hello"}, wantWrite(200), true),
 		row("cancel", map[string]any{"op": "cancel", "keepInbox": true}, wantWrite(200), true),

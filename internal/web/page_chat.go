@@ -152,6 +152,11 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 	if tr.Usage != nil {
 		v.ContextUsed = tr.Usage.Total()
 	}
+	if sess.Context.Window > 0 {
+		// The meter's fold of the whole log beats the page's last usage
+		// (stale right after a compaction).
+		v.ContextUsed, v.ContextWindow = sess.Context.Tokens, sess.Context.Window
+	}
 	if v.Todos == nil && more {
 		v.Todos = s.currentTodos(id)
 	}

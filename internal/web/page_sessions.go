@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"harness/internal/auth"
+	"harness/internal/models"
 	"harness/internal/service"
 	"harness/internal/session"
 	"harness/web/templates"
@@ -41,7 +42,7 @@ func (s *Server) pageSessions(c echo.Context) error {
 
 // preferredRoute is "provider/model" of the user's default, else the
 // server's.
-func (s *Server) preferredRoute(p UserPrefs) string {
+func (s *Server) preferredRoute(p models.UserPrefs) string {
 	reg := s.ui.Routes.Registry()
 	if p.Provider != "" {
 		if prov, ok := reg.Get(p.Provider); ok {
@@ -87,9 +88,16 @@ func (s *Server) pageCreateSession(c echo.Context) error {
 }
 
 // POST /sessions/:id/messages {content} — the composer without script.
+// Exactly "/compact" compacts the session instead, as the script does.
 func (s *Server) pageSendMessage(c echo.Context) error {
 	id := c.Param("id")
-	_, err := s.svc.SendMessage(c.Request().Context(), ActorFrom(c), id, service.Message{Content: c.FormValue("content")})
+	content := c.FormValue("content")
+	var err error
+	if strings.TrimSpace(content) == "/compact" {
+		_, err = s.svc.Compact(c.Request().Context(), ActorFrom(c), id)
+	} else {
+		_, err = s.svc.SendMessage(c.Request().Context(), ActorFrom(c), id, service.Message{Content: content})
+	}
 	if err != nil {
 		return s.pageError(c, err)
 	}

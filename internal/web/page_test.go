@@ -178,3 +178,34 @@ func bobActor(t *testing.T, e *pageEnv) *auth.Actor {
 	}
 	return &auth.Actor{UserID: u.ID, Name: u.Name, Role: u.Role, Via: auth.ViaToken}
 }
+
+// Without script, exactly "/compact" in the composer compacts the session
+// instead of reaching the model.
+func TestPageComposerCompactWithoutScript(t *testing.T) {
+	t.Parallel()
+	e := newPageEnv(t)
+	admin := e.login("admin", "admin-password")
+	id := admin.newSession("first question about the parser", "ask")
+	for _, p := range []string{"second question", "third question"} {
+		if res, _ := admin.form("/sessions/"+id+"/messages", url.Values{"content": {p}}); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("send: %d", res.StatusCode)
+		}
+		e.idle(id)
+	}
+	ag, err := e.app.Manager.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := ag.Log().Len()
+	if res, body := admin.form("/sessions/"+id+"/messages", url.Values{"content": {"  /compact  "}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("/compact: %d %s", res.StatusCode, body)
+	}
+	var types []string
+	for _, ev := range ag.Log().Events(before, ag.Log().Len()) {
+		types = append(types, string(ev.Type))
+	}
+	got := strings.Join(types, " ")
+	if !strings.Contains(got, "compaction/start") || !strings.Contains(got, "compaction/summary") || strings.Contains(got, "turn/start") {
+		t.Fatalf("after /compact: %s", got)
+	}
+}

@@ -1,6 +1,8 @@
 package ws
 
 import (
+	"fmt"
+
 	"harness/internal/service"
 	"harness/internal/session"
 )
@@ -42,6 +44,8 @@ func (c *conn) dispatch(req Request) (Response, bool) {
 		err = svc.SetMode(ctx, a, req.Session, session.PermissionMode(req.Mode))
 	case OpSetModel:
 		err = svc.SetModel(ctx, a, req.Session, req.Provider, req.Model)
+	case OpCompact:
+		return c.compact(req)
 	default:
 		err = service.Errorf(service.CodeUnknownOp, "unknown op %q", truncate(string(req.Op), 64))
 	}
@@ -50,4 +54,36 @@ func (c *conn) dispatch(req Request) (Response, bool) {
 	}
 	resp.OK = true
 	return resp, true
+}
+
+// compact runs a manual compaction beside the reader and answers when it
+// is done: the summary is a model call, and the reader must go on reading
+// (pongs, a cancel, other sessions' commands) meanwhile. It ends with the
+// connection.
+func (c *conn) compact(req Request) (Response, bool) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return Response{Re: req.ID, Error: service.Errorf(service.CodeUnavailable, "connection closing")}, true
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				c.h.log.Error("websocket compact panicked", "session", req.Session, "panic", fmt.Sprint(r))
+				c.sendErr(req.ID, service.Errorf(service.CodeInternal, "internal error"))
+			}
+		}()
+		resp := Response{Re: req.ID}
+		res, err := c.h.svc.Compact(c.ctx, c.actor, req.Session)
+		if err != nil {
+			resp.Error = service.AsError(err)
+		} else {
+			resp.OK, resp.Compaction = true, &res
+		}
+		c.send(mustJSON(resp))
+	}()
+	return Response{}, false
 }

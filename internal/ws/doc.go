@@ -3,9 +3,10 @@
 // the public description; this package implements it.
 //
 // A Hub serves the sockets. Each connection has a reader (requests are
-// handled in arrival order, so two followups keep their order), a writer
-// draining a bounded send queue, and a keepalive that pings every 20 s and
-// re-authorizes the connection's subscriptions.
+// handled in arrival order, so two followups keep their order; only
+// compact, a model call, runs beside the reader and answers when done), a
+// writer draining a bounded send queue, and a keepalive that pings every
+// 20 s and re-authorizes the connection's subscriptions.
 //
 // Subscriptions share one "topic" per session and hub: the topic pins the
 // agent (so it is not unloaded while watched), subscribes once to its log

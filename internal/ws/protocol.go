@@ -33,6 +33,7 @@ const (
 	OpAnswer      Op = "answer"
 	OpSetMode     Op = "set_mode"
 	OpSetModel    Op = "set_model"
+	OpCompact     Op = "compact"
 	OpPing        Op = "ping"
 )
 
@@ -103,6 +104,10 @@ type Response struct {
 	MessageID string `json:"messageId,omitempty"`
 	// Role is the subscriber's role on the session (subscribe).
 	Role auth.SessionRole `json:"role,omitempty"`
+	// Context is the session's context meter (subscribe).
+	Context *service.ContextMeter `json:"context,omitempty"`
+	// Compaction is the outcome of a compact request.
+	Compaction *service.CompactResult `json:"compaction,omitempty"`
 }
 
 // Push is a server frame on a session's channel (all but sessions/changed,
@@ -155,7 +160,7 @@ type deletedRow struct {
 var knownOps = map[Op]bool{
 	OpSubscribe: true, OpUnsubscribe: true, OpFollowup: true, OpSteer: true, OpCancel: true,
 	OpInboxEdit: true, OpInboxRemove: true, OpInboxSteer: true, OpApprove: true, OpAnswer: true,
-	OpSetMode: true, OpSetModel: true, OpPing: true,
+	OpSetMode: true, OpSetModel: true, OpCompact: true, OpPing: true,
 }
 
 // decodeRequest parses and checks the envelope of one frame. On error the

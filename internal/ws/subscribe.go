@@ -119,7 +119,11 @@ func (c *conn) subscribe(req Request) (Response, bool) {
 	t.subs[s] = struct{}{}
 	t.mu.Unlock()
 
-	c.send(mustJSON(Response{Re: req.ID, OK: true, Role: role}))
+	resp := Response{Re: req.ID, OK: true, Role: role}
+	if m, ok := c.h.svc.LiveContext(c.ctx, req.Session); ok {
+		resp.Context = &m
+	}
+	c.send(mustJSON(resp))
 	go s.replay(since, from)
 	return Response{}, false
 }

@@ -71,6 +71,9 @@ function startChat(socket, chat) {
   };
   socket.follow(chat.dataset.session, {
     since: () => transcript.since(),
+    // The answer carries the current context meter (fresher than the page
+    // after a compaction or a reconnect).
+    onSubscribed: (res) => controls.setContext(res.context),
     onPush: (msg) => {
       if (msg.ch === "session/event") transcript.push(msg);
       else if (msg.ch === "replay/done") chat.dataset.synced = String(msg.head);

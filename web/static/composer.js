@@ -1,6 +1,15 @@
 // The chat page's controls: the composer (send, queue while running,
-// steer, stop), the queue dock, approval and question panels that take
-// over the composer, status, mode and model, and the context meter.
+// steer, stop, the /compact command), the queue dock, approval and question
+// panels that take over the composer, status, mode and model, and the
+// context meter.
+
+// COMPACT is the composer command that compacts the history instead of
+// sending a message.
+const COMPACT = "/compact";
+// How long the outcome of a command stays shown (ms).
+const TOAST_MS = 8000;
+// The events whose fragments carry the context meter (docs/ui.md).
+const METER_EVENTS = new Set(["user/message", "assistant/message", "tool/result", "compaction/end", "model/selected"]);
 
 export class Controls {
   /**
@@ -19,7 +28,8 @@ export class Controls {
     this.stopBtn = chat.querySelector("#stop-btn");
     this.steerBtn = chat.querySelector("#steer-btn");
     this.queueDock = chat.querySelector("#queue-dock");
-    this.meter = chat.querySelector("#ctx-meter");
+    this.toast = chat.querySelector("#toast");
+    this.toastTimer = 0;
     this.setStatus(this.status?.dataset.status || "idle");
     this.updateMeter();
     if (this.canWrite && this.form) this.bind();
@@ -90,6 +100,12 @@ export class Controls {
     if (!content.trim()) return;
     this.input.value = "";
     this.autosize();
+    // Exactly "/compact" is a command, never a message; any other text
+    // starting with "/" is sent as written.
+    if (content.trim() === COMPACT) {
+      await this.compact();
+      return;
+    }
     try {
       await this.call(mode, { content });
     } catch {
@@ -100,6 +116,36 @@ export class Controls {
 
   stop() {
     this.call("cancel", { keepInbox: true }).catch(() => {});
+  }
+
+  /** Runs a manual compaction and says how it went. */
+  async compact() {
+    this.notify("Compacting the conversation…", "busy", 0);
+    try {
+      const res = await this.socket.request("compact", { session: this.session });
+      const c = res.compaction || {};
+      if (c.context) this.setContext(c.context);
+      this.notify(c.message || "Compacted.", c.compacted ? "ok" : "info");
+    } catch (err) {
+      this.notify(compactError(err), "error");
+    }
+  }
+
+  /** Shows a short notice above the composer; ms 0 keeps it up. */
+  notify(text, kind = "info", ms = TOAST_MS) {
+    if (!this.toast) return;
+    clearTimeout(this.toastTimer);
+    this.toast.replaceChildren();
+    if (kind === "busy") {
+      const spin = document.createElement("span");
+      spin.className = "spinner";
+      spin.setAttribute("aria-hidden", "true");
+      this.toast.append(spin);
+    }
+    this.toast.append(text);
+    this.toast.dataset.kind = kind;
+    this.toast.hidden = false;
+    if (ms > 0) this.toastTimer = setTimeout(() => (this.toast.hidden = true), ms);
   }
 
   onClick(e) {
@@ -246,29 +292,77 @@ export class Controls {
     ta.focus();
   }
 
-  /** Updates the context meter from events (usage and window). */
+  /** The server upserts the meter after the events that change it; the
+   * ring is drawn here (inline styles are not allowed). */
   onEvent(ev) {
-    if (!this.meter) return;
-    if (ev.type === "request/context" && ev.data.contextWindow > 0) {
-      this.meter.dataset.window = String(ev.data.contextWindow);
-    } else if (ev.type === "assistant/message" && ev.data.usage) {
-      const u = ev.data.usage;
-      this.meter.dataset.used = String((u.inputTokens || 0) + (u.cacheReadTokens || 0) + (u.cacheWriteTokens || 0) + (u.outputTokens || 0));
-    } else {
-      return;
+    if (METER_EVENTS.has(ev.type)) this.updateMeter();
+  }
+
+  get meter() {
+    return this.chat.querySelector("#ctx-meter");
+  }
+
+  /** Applies figures {tokens, window, percent} (the subscribe answer, a
+   * compaction result) to the meter, with the server's formatting. */
+  setContext(c) {
+    const m = this.meter;
+    if (!m || !c) return;
+    const pct = c.window > 0 ? (c.tokens * 100) / c.window : 0;
+    m.dataset.used = String(c.tokens);
+    m.dataset.window = String(c.window);
+    m.dataset.percent = String(Math.round(pct * 10) / 10);
+    m.dataset.level = pct > 100 ? "over" : pct >= 80 ? "high" : "ok";
+    const text = m.querySelector(".ctx-text");
+    if (text) {
+      const parts = [span("ctx-tokens", shortTokens(c.tokens))];
+      if (c.window > 0) {
+        parts.push(" ", span("ctx-window", `/ ${shortTokens(c.window)}`), " ", span("ctx-sep", "·"), " ", span("pct", `${Math.floor(pct)}%`));
+        parts[4].setAttribute("aria-hidden", "true");
+      } else {
+        parts.push(" ", span("ctx-window", "tokens"));
+      }
+      text.replaceChildren(...parts);
     }
+    m.title = c.window > 0
+      ? `Context: ${c.tokens.toLocaleString("en-US")} of ${c.window.toLocaleString("en-US")} tokens (${m.dataset.percent}%) in the next request; history is compacted at 80%`
+      : `Context: ${c.tokens.toLocaleString("en-US")} tokens in the next request (context window unknown)`;
     this.updateMeter();
   }
 
   updateMeter() {
-    if (!this.meter) return;
-    const used = Number(this.meter.dataset.used);
-    const win = Number(this.meter.dataset.window);
-    const pct = win > 0 ? Math.min(100, Math.floor((used * 100) / win)) : 0;
-    this.meter.querySelector(".pct").textContent = `${pct}%`;
-    this.meter.style.setProperty("--pct", String(pct));
-    this.meter.title = `Context: ${used.toLocaleString()} of ${win.toLocaleString()} tokens`;
+    const m = this.meter;
+    if (!m) return;
+    const pct = Number(m.dataset.percent) || 0;
+    m.style.setProperty("--pct", String(Math.min(100, Math.max(0, pct))));
   }
+}
+
+/** A readable message for a failed /compact. */
+function compactError(err) {
+  switch (err?.code) {
+    case "busy":
+      return "The agent is busy — try /compact when it is idle.";
+    case "forbidden":
+    case "unauthorized":
+      return "You may not compact this session.";
+    case "compaction_failed":
+      return `Compaction failed: ${err.message || "the summary could not be written"}.`;
+  }
+  return `Compaction failed: ${err?.message || err?.code || "unknown error"}.`;
+}
+
+/** Formats a token count like the server (950, 12.3k, 128k, 1.23M). */
+function shortTokens(n) {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return (n / 1000).toFixed(1).replace(/\.0$/, "") + "k";
+  return (n / 1_000_000).toFixed(2).replace(/\.00$/, "") + "M";
+}
+
+function span(cls, text) {
+  const s = document.createElement("span");
+  s.className = cls;
+  s.textContent = text;
+  return s;
 }
 
 function button(text, action, label) {

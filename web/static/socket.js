@@ -13,7 +13,7 @@ export class Socket {
     this.nextId = 1;
     this.pending = new Map(); // request id -> {resolve, reject}
     this.handlers = new Map(); // channel -> Set<fn>
-    this.subs = new Map(); // session -> {since(): number, onPush(msg), onFail(err)}
+    this.subs = new Map(); // session -> {since(): number, onPush(msg), onFail(err), onSubscribed?(answer)}
     this.attempt = 0;
     this.timer = 0;
     this.open = false;
@@ -124,11 +124,14 @@ export class Socket {
   }
 
   subscribe(session, sub) {
-    this.request("subscribe", { session, since: sub.since(), render: "html" }).catch((err) => {
-      if (err.code === "unavailable") return; // the reconnect resubscribes
-      this.subs.delete(session);
-      sub.onFail(err);
-    });
+    this.request("subscribe", { session, since: sub.since(), render: "html" }).then(
+      (res) => sub.onSubscribed?.(res),
+      (err) => {
+        if (err.code === "unavailable") return; // the reconnect resubscribes
+        this.subs.delete(session);
+        sub.onFail(err);
+      },
+    );
   }
 
   /** Drops the subscription and follows again from since (gap repair). */

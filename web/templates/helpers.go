@@ -43,14 +43,6 @@ func boolAttr(b bool) string {
 	return "0"
 }
 
-// percent is used*100/window, capped at 100; 0 when the window is unknown.
-func percent(used, window int64) int64 {
-	if window <= 0 || used <= 0 {
-		return 0
-	}
-	return min(100, used*100/window)
-}
-
 // nextURL is the session list's next page.
 func nextURL(q string, archived bool, cursor string) string {
 	v := url.Values{}

@@ -98,6 +98,9 @@ type ChatView struct {
 	Queue        driver.Queue
 	Interactions []driver.Interaction
 
+	// ContextUsed and ContextWindow fill the context meter's first paint
+	// (the session summary's Context, from compact.Meter); the socket's
+	// subscribe answer refreshes it.
 	ContextUsed   int64
 	ContextWindow int64
 	// HistoryURL is where older pages are fetched.

@@ -316,15 +316,32 @@ func title(msgs []WireMessage) string {
 	return "Demo session"
 }
 
+// summary answers a compaction request. Harness ends those with an
+// instruction to write a checkpoint; the latest request is the user message
+// before it (kept short, so the checkpoint is smaller than what it
+// replaces).
 func summary(msgs []WireMessage) string {
 	var lastUser string
 	for _, m := range msgs {
-		if m.Role == "user" && !isRuntimeContext(m.Text()) && strings.TrimSpace(m.Text()) != "" {
+		if m.Role == "user" && !isRuntimeContext(m.Text()) && !isCheckpointInstruction(m.Text()) && strings.TrimSpace(m.Text()) != "" {
 			lastUser = m.Text()
 		}
 	}
 	return fmt.Sprintf("Summary of the conversation so far (offline demo model): %d messages were exchanged. The latest request was:\n\n%s",
-		len(msgs), quote(lastUser))
+		len(msgs), quote(oneLineMax(lastUser, 200)))
+}
+
+func isCheckpointInstruction(text string) bool {
+	return strings.Contains(text, "write a checkpoint of the conversation")
+}
+
+// oneLineMax keeps the first line of s, cut to n bytes.
+func oneLineMax(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }
 
 func quote(s string) string {

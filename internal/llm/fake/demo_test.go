@@ -212,8 +212,9 @@ func TestDemoPurposes(t *testing.T) {
 	if title.Text() != "Refactor the parser module please and" || len(title.Content) != 1 {
 		t.Fatalf("title = %+v", title.Content)
 	}
-	sum := modelMsg(turn(t, p, llm.Request{Purpose: llm.PurposeCompaction, Messages: history})).Text()
-	if !strings.Contains(sum, "Summary") || !strings.Contains(sum, "> Refactor the parser") {
+	instruction := user("Stop working on the task for a moment: your job now is to write a checkpoint of the conversation above, so that the work can continue from it alone.")
+	sum := modelMsg(turn(t, p, llm.Request{Purpose: llm.PurposeCompaction, Messages: append(history, instruction)})).Text()
+	if !strings.Contains(sum, "Summary") || !strings.Contains(sum, "> Refactor the parser") || strings.Contains(sum, "checkpoint") {
 		t.Fatalf("summary = %q", sum)
 	}
 }
