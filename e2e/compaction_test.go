@@ -10,7 +10,7 @@ import (
 
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/llm/openai"
+	"harness/internal/testkit"
 )
 
 // compactionWindow is the scripted route's context window: the system
@@ -27,7 +27,7 @@ const compactionGoal = "a tiny calculator in Go"
 // summary requests (X-Harness-Purpose: compaction).
 func compactionProvider(t *testing.T) llm.Provider {
 	t.Helper()
-	srv := fake.NewServer(fake.Script{Responder: func(rec fake.Recorded) fake.Reply {
+	_, p := testkit.FakeRoute(t, fake.Script{Responder: func(rec fake.Recorded) fake.Reply {
 		switch rec.Header.Get("X-Harness-Purpose") {
 		case "session-title":
 			return fake.Reply{Text: "Calculator in Go"}
@@ -45,16 +45,10 @@ func compactionProvider(t *testing.T) llm.Provider {
 			r.Chunks, r.Delay = 40, 75*time.Millisecond
 		}
 		return r
-	}})
-	url := srv.Start(t)
-	p, err := openai.New(openai.Config{
-		Name: "scripted", Label: "Scripted", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test-e2e-key-0123456789",
-		DefaultModel: "small-window",
-		Models:       []llm.ModelInfo{{ID: "small-window", Label: "Small window", ContextWindow: compactionWindow}},
+	}}, testkit.RouteOptions{
+		Name: "scripted", Label: "Scripted", Model: "small-window", ModelLabel: "Small window", Window: compactionWindow,
+		APIKey: "sk-test-e2e-key-0123456789",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return p
 }
 

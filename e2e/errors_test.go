@@ -7,22 +7,16 @@ import (
 
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/llm/openai"
+	"harness/internal/testkit"
 )
 
 // scriptedProvider is a route to a scripted fake model server.
 func scriptedProvider(t *testing.T, replies []fake.Reply, retry llm.RetryPolicy) llm.Provider {
 	t.Helper()
-	srv := fake.NewServer(fake.Script{Replies: replies})
-	url := srv.Start(t)
-	p, err := openai.New(openai.Config{
-		Name: "scripted", Label: "Scripted", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test-e2e-key-0123456789",
-		DefaultModel: "scripted-model", Thinking: true, Retry: retry,
-		Models: []llm.ModelInfo{{ID: "scripted-model", Label: "Scripted model", ContextWindow: 64_000}},
+	_, p := testkit.FakeRoute(t, fake.Script{Replies: replies}, testkit.RouteOptions{
+		Name: "scripted", Label: "Scripted", Model: "scripted-model", ModelLabel: "Scripted model", Window: 64_000,
+		APIKey: "sk-test-e2e-key-0123456789", Thinking: true, Retry: retry,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return p
 }
 

@@ -2,12 +2,8 @@ package e2e_test
 
 import (
 	"context"
-
 	"flag"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,13 +15,12 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-	"golang.org/x/crypto/bcrypt"
 
 	"harness/internal/app"
-	"harness/internal/auth"
 	"harness/internal/config"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
+	"harness/internal/testkit"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -59,8 +54,7 @@ func requireBrowser(t *testing.T) {
 // server is the real app on a loopback port.
 type server struct {
 	t   *testing.T
-	app *app.App
-	url string
+	app *testkit.App
 }
 
 type serverOpts struct {
@@ -79,48 +73,21 @@ const (
 func newServer(t *testing.T, o serverOpts) *server {
 	t.Helper()
 	requireBrowser(t)
-	dir := t.TempDir()
-	cfg := config.Config{
-		Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "harness.db"),
-		ShutdownTimeout: 5 * time.Second, AdminPassword: adminPass,
-	}
-	log := slog.New(slog.DiscardHandler)
-	if os.Getenv("HARNESS_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	demo := o.demo
 	if demo == nil {
 		demo = []fake.Option{fake.WithChunkDelay(3 * time.Millisecond)}
 	}
-	a, err := app.New(t.Context(), log, cfg, app.Options{
-		Getenv:      func(string) string { return "" },
+	a := testkit.StartApp(t, func(c *config.Config) { c.AdminPassword = adminPass }, app.Options{
 		Providers:   o.providers,
 		DemoOptions: demo,
-		AuthOptions: &auth.Options{BcryptCost: bcrypt.MinCost},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := a.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Auth.CreateUser(t.Context(), bobName, bobPass, false); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = a.Hub.Close(ctx)
-		_ = hs.Shutdown(ctx)
-		_ = a.Close(ctx)
-	})
-	return &server{t: t, app: a, url: "http://" + ln.Addr().String()}
+	return &server{t: t, app: a}
 }
 
 // browser is one Chromium (its own profile: cookies, storage) with a tab.
@@ -144,7 +111,7 @@ func (b *browser) expectHTTPError(path string, status int) {
 	if b.allowed == nil {
 		b.allowed = map[string]bool{}
 	}
-	b.allowed[fmt.Sprintf("%d %s%s", status, b.srv.url, path)] = true
+	b.allowed[fmt.Sprintf("%d %s%s", status, b.srv.app.URL, path)] = true
 }
 
 func (b *browser) expected(m chromedp.ConsoleMessage) bool {
@@ -257,7 +224,7 @@ func (b *browser) fatal(err error) {
 
 func (b *browser) open(path string) {
 	b.t.Helper()
-	b.do(chromedp.Navigate(b.srv.url + path))
+	b.do(chromedp.Navigate(b.srv.app.URL + path))
 }
 
 // status opens path and returns the HTTP status of the response.
@@ -265,7 +232,7 @@ func (b *browser) status(path string) int64 {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	res, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.srv.url+path))
+	res, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.srv.app.URL+path))
 	if err != nil {
 		b.fatal(err)
 	}

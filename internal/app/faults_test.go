@@ -3,24 +3,18 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"harness/client"
 	"harness/internal/app"
-	"harness/internal/auth"
-	"harness/internal/config"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/llm/openai"
+	"harness/internal/testkit"
 )
 
 // faultModel answers "fault: <kind>" prompts with that fault on the first
@@ -80,43 +74,15 @@ func TestModelFaultsUnderLoad(t *testing.T) {
 	}
 	t.Parallel()
 	model := &faultModel{attempts: map[string]int{}}
-	srv := fake.NewServer(fake.Script{Responder: model.reply})
-	url := srv.Start(t)
 	retry := llm.DefaultRetryPolicy()
 	retry.InitialDelay, retry.MaxDelay = 10*time.Millisecond, 2*time.Second
-	prov, err := openai.New(openai.Config{
-		Name: "faulty", Label: "Faulty", Kind: openai.KindOpenAI, BaseURL: url, APIKey: "sk-live-SECRET",
-		DefaultModel: "m", Models: []llm.ModelInfo{{ID: "m", Label: "m", ContextWindow: 100000}},
+	_, prov := testkit.FakeRoute(t, fake.Script{Responder: model.reply}, testkit.RouteOptions{
+		Name: "faulty", Label: "Faulty", Model: "m", ModelLabel: "m", Kind: openai.KindOpenAI, APIKey: "sk-live-SECRET",
 		IdleTimeout: 2 * time.Second, Retry: retry, // generous: a loaded CI machine must not trip it by accident
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := config.Config{Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "h.db"), ShutdownTimeout: 10 * time.Second}
 	ctx := context.Background()
-	a, err := app.New(ctx, slog.New(slog.DiscardHandler), cfg, app.Options{
-		Getenv: func(string) string { return "" }, Providers: []llm.Provider{prov},
-		AuthOptions: &auth.Options{BcryptCost: bcrypt.MinCost},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(a.Handler())
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		_ = a.Close(cctx)
-		hs.Close()
-	})
-	if _, err := a.Auth.CreateUser(ctx, "ops", "ops-password", false); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := a.Auth.CreateToken(ctx, "ops", "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.New(hs.URL, client.WithToken(tok))
+	a := testkit.StartApp(t, nil, app.Options{Providers: []llm.Provider{prov}})
+	c := a.User(t, "ops", false).Client
 
 	cases := []struct {
 		kind string
@@ -162,7 +128,7 @@ func TestModelFaultsUnderLoad(t *testing.T) {
 	}
 
 	// Healthy afterwards: ready, and a plain prompt works.
-	res, err := http.Get(hs.URL + "/readyz")
+	res, err := http.Get(a.URL + "/readyz")
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("readyz after the storm: %v %v", res, err)
 	}

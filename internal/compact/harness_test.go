@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"harness/internal/llm/openai"
 	"harness/internal/models"
 	"harness/internal/session"
+	"harness/internal/testkit"
 	"harness/internal/tools"
 )
 
@@ -68,28 +68,16 @@ func newHarness(t *testing.T, cfg config) *harness {
 	dir := t.TempDir()
 	rec := &logRecorder{}
 	logger := slog.New(rec)
-	db, err := models.Open(ctx, slog.New(slog.DiscardHandler), models.Config{Driver: models.DriverSQLite, DSN: filepath.Join(dir, "h.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := models.NewWriter(slog.New(slog.DiscardHandler), db, models.WriterOptions{})
-	st := models.NewStore(slog.New(slog.DiscardHandler), db, w)
+	st := testkit.OpenStore(t)
 
 	h := &harness{t: t, ctx: ctx, store: st, logger: logger, logs: rec}
-	h.fake = fake.NewServer(fake.Script{Responder: h.respond}, fake.WithChunkDelay(0))
-	url := h.fake.Start(t)
 	retry := llm.DefaultRetryPolicy()
 	retry.InitialDelay, retry.MaxDelay = time.Millisecond, 5*time.Millisecond
-	prov, err := openai.New(openai.Config{
-		Name: provider, Label: "Fake", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test",
-		DefaultModel: model, Thinking: true,
-		Models: []llm.ModelInfo{{ID: model, Label: "Fake", ContextWindow: cfg.window, DefaultMaxTokens: 4096,
-			Efforts: []llm.Effort{llm.EffortOff, llm.EffortHigh}, DefaultEffort: llm.EffortHigh}},
+	var prov llm.Provider
+	h.fake, prov = testkit.FakeRoute(t, fake.Script{Responder: h.respond}, testkit.RouteOptions{
+		Name: provider, Model: model, Window: cfg.window, MaxTokens: 4096, Efforts: true, Thinking: true,
 		Retry: retry, IdleTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, fake.WithChunkDelay(0))
 	h.reg = llm.NewRegistry()
 	if err := h.reg.Register(prov); err != nil {
 		t.Fatal(err)
@@ -106,16 +94,13 @@ func newHarness(t *testing.T, cfg config) *harness {
 	h.opts.Providers = h.reg
 	h.mopts = driver.Options{Providers: h.reg, Tools: treg, VerifyRequests: true, OnLoad: compact.OnLoad}
 	h.start()
-	t.Cleanup(func() {
-		h.shutdown()
-		_ = w.Close(context.Background())
-		_ = db.Close()
-	})
+	t.Cleanup(h.shutdown)
 
 	row := &models.Session{ID: "s1", OwnerID: "u1", Workspace: dir, Provider: provider, Model: model}
 	if err := st.CreateSession(ctx, row); err != nil {
 		t.Fatal(err)
 	}
+	var err error
 	h.agent, err = h.mgr.Create(ctx, driverstore.MetaOf(row))
 	if err != nil {
 		t.Fatal(err)
@@ -151,11 +136,7 @@ func (h *harness) shutdown() {
 		return
 	}
 	h.closed = true
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.mgr.Shutdown(ctx); err != nil {
-		h.t.Errorf("shutdown: %v", err)
-	}
+	testkit.ShutdownManager(h.t, h.mgr)
 }
 
 func noRuntimeContext(ctx context.Context, a *driver.Assembly, next func(context.Context) (*driver.Assembly, error)) (*driver.Assembly, error) {
@@ -238,29 +219,11 @@ func (h *harness) idle() {
 	h.check()
 }
 
+// check asserts the log's invariants and that the store holds exactly the
+// in-memory log.
 func (h *harness) check() {
 	h.t.Helper()
-	events := h.events()
-	if err := session.CheckInvariants(events); err != nil {
-		h.t.Fatalf("invariants: %v\n%s", err, h.dump())
-	}
-	if err := h.store.W.Flush(h.ctx, "s1"); err != nil {
-		h.t.Fatalf("flush: %v", err)
-	}
-	stored, err := h.store.EventsSince(h.ctx, "s1", -1, 0)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if len(stored) != len(events) {
-		h.t.Fatalf("store has %d events, log %d", len(stored), len(events))
-	}
-	for i := range events {
-		x, _ := session.MarshalEvent(events[i])
-		y, _ := session.MarshalEvent(stored[i])
-		if string(x) != string(y) {
-			h.t.Fatalf("stored event %d differs:\n%s\n%s", i, x, y)
-		}
-	}
+	testkit.CheckLog(h.t, h.store, h.log(), "s1")
 }
 
 func (h *harness) log() *session.Log { return h.agent.Log() }
@@ -324,58 +287,7 @@ func filler(n int) string {
 	return s + "TAIL"
 }
 
-// types lists the event types from seq from on, runs of assistant/chunk
-// collapsed to "assistant/chunk*".
-func typesOf(events []session.Event) []string {
-	var out []string
-	for _, ev := range events {
-		t := string(ev.Type)
-		if ev.Type == session.TypeAssistantChunk {
-			if len(out) > 0 && out[len(out)-1] == "assistant/chunk*" {
-				continue
-			}
-			t = "assistant/chunk*"
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
-func (h *harness) dump() string {
-	var sb strings.Builder
-	for _, ev := range h.events() {
-		if ev.Type == session.TypeAssistantChunk {
-			continue
-		}
-		d := string(ev.Data)
-		if len(d) > 200 {
-			d = d[:200] + "…"
-		}
-		op := ""
-		if ev.SurfaceOp != nil {
-			b, _ := json.Marshal(ev.SurfaceOp)
-			op = " " + string(b)
-		}
-		fmt.Fprintf(&sb, "%4d %-20s%s %s\n", ev.Seq, ev.Type, op, d)
-	}
-	return sb.String()
-}
-
-// find returns the decoded data of every event of type t.
-func find[T any](t *testing.T, events []session.Event, typ session.Type) []T {
-	t.Helper()
-	var out []T
-	for _, ev := range events {
-		if ev.Type == typ {
-			v, err := session.Decode[T](ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, v)
-		}
-	}
-	return out
-}
+func (h *harness) dump() string { return testkit.Dump(h.events()) }
 
 func only[T any](t *testing.T, events []session.Event, typ session.Type) (T, session.Event) {
 	t.Helper()
@@ -397,7 +309,7 @@ func only[T any](t *testing.T, events []session.Event, typ session.Type) (T, ses
 
 func (h *harness) lastTurnEnd() session.TurnEndReason {
 	h.t.Helper()
-	ends := find[session.TurnEnd](h.t, h.events(), session.TypeTurnEnd)
+	ends := testkit.Find[session.TurnEnd](h.t, h.events(), session.TypeTurnEnd)
 	if len(ends) == 0 {
 		h.t.Fatalf("no turn/end\n%s", h.dump())
 	}

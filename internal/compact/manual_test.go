@@ -12,6 +12,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/session"
+	"harness/internal/testkit"
 )
 
 // twoTurns leaves a history of u1, snapshot, a1, u2, a2.
@@ -24,7 +25,7 @@ func twoTurns(t *testing.T, h *harness) {
 
 // typesFrom lists the event types after seq.
 func typesFrom(h *harness, seq int64) []string {
-	return typesOf(h.log().Events(seq+1, h.log().Len()))
+	return testkit.Types(h.log().Events(seq+1, h.log().Len()))
 }
 
 // lastOf returns the last event of type typ.
@@ -98,7 +99,7 @@ func TestCase66ManualCompact(t *testing.T) {
 	if start.Turn != nil || end.Turn != nil || end.Error != "" || start.SourceCommandID != "cmd-1" || start.CompactionID != res.CompactionID {
 		t.Fatalf("bracket %+v / %+v", start, end)
 	}
-	if ts := find[session.TurnStart](t, h.events(), session.TypeTurnStart); ts[len(ts)-1].Turn != 3 {
+	if ts := testkit.Find[session.TurnStart](t, h.events(), session.TypeTurnStart); ts[len(ts)-1].Turn != 3 {
 		t.Fatalf("the queued prompt ran as turn %d, want 3", ts[len(ts)-1].Turn)
 	}
 	turns, summaries := h.requests()
@@ -200,7 +201,7 @@ func TestCase65SummaryNotSmaller(t *testing.T) {
 		h.summarizer(huge)
 		h.script(text("continuing anyway"))
 		h.run("go on")
-		equal(t, "turn 3", typesOf(eventsOfTurn(h, 3)), []string{
+		equal(t, "turn 3", testkit.Types(eventsOfTurn(h, 3)), []string{
 			"turn/start", "agent/inbox/spliced", "compaction/start", "compaction/end",
 			"step/start", "user/message", "assistant/chunk*", "assistant/message", "step/end", "turn/end",
 		})

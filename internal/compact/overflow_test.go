@@ -6,6 +6,7 @@ import (
 
 	"harness/internal/llm"
 	"harness/internal/session"
+	"harness/internal/testkit"
 )
 
 // Case 64: CONTEXT_WINDOW_EXCEEDED with compactable history: the summary
@@ -20,7 +21,7 @@ func TestCase64OverflowRetriesOnce(t *testing.T) {
 	h.summarizer(text(summaryText))
 	h.run("continue")
 
-	equal(t, "turn 2 events", typesOf(eventsOfTurn(h, 2)), []string{
+	equal(t, "turn 2 events", testkit.Types(eventsOfTurn(h, 2)), []string{
 		"turn/start", "agent/inbox/spliced", "step/start", "user/message",
 		"assistant/chunk*", // the failed attempt's finish{error}
 		"compaction/start", "compaction/summary", "user/message", "compaction/end",
@@ -69,7 +70,7 @@ func TestOverflowRetryBudget(t *testing.T) {
 	if r.Kind != session.ReasonError || r.Error == nil || r.Error.Code != llm.CodeContextWindowExceeded {
 		t.Fatalf("turn ended %+v, want the overflow error", r)
 	}
-	if n := len(find[session.CompactionStart](t, h.events(), session.TypeCompactionStart)); n != 1 {
+	if n := len(testkit.Find[session.CompactionStart](t, h.events(), session.TypeCompactionStart)); n != 1 {
 		t.Fatalf("%d compactions, want 1", n)
 	}
 	// A new turn has a fresh budget.
@@ -90,7 +91,7 @@ func TestCase64IndivisibleKeepsError(t *testing.T) {
 	h.script(overflow())
 	h.run(goal + strings.Repeat(" and more", 500))
 
-	equal(t, "events", typesOf(h.events()), []string{
+	equal(t, "events", testkit.Types(h.events()), []string{
 		"agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start", "user/message",
 		"session/title", "request/header", "request/context", "assistant/chunk*", "step/end", "turn/end",
 	})

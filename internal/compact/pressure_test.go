@@ -10,6 +10,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/session"
+	"harness/internal/testkit"
 )
 
 const goal = "GOAL: build the frobnicator with a --dry-run flag"
@@ -39,13 +40,13 @@ func TestCase62PruneRelievesPressure(t *testing.T) {
 	h.script(emitCall("c2", 2000), text("done"))
 	h.run("emit a little more")
 	turn2 := eventsOfTurn(h, 2)
-	equal(t, "turn 2 events", typesOf(turn2), []string{
+	equal(t, "turn 2 events", testkit.Types(turn2), []string{
 		"turn/start", "agent/inbox/spliced", "step/start", "user/message",
 		"assistant/chunk*", "assistant/message", "tool/call", "tool/result", "step/end",
 		"compaction/prune", "tool/result",
 		"step/start", "assistant/chunk*", "assistant/message", "step/end", "turn/end",
 	})
-	results := find[session.ToolResult](t, h.events(), session.TypeToolResult)
+	results := testkit.Find[session.ToolResult](t, h.events(), session.TypeToolResult)
 	c1 := results[0].Message.Content[0].Content[0].Text
 	pruned := results[2].Message.Content[0].Content[0].Text
 	if results[2].Message.ID != results[0].Message.ID || !strings.HasPrefix(pruned, c1[:4096]) ||
@@ -121,7 +122,7 @@ func TestCase63PressureCompaction(t *testing.T) {
 	h.run("go on")
 
 	turn3 := eventsOfTurn(h, 3)
-	equal(t, "turn 3 events", typesOf(turn3), []string{
+	equal(t, "turn 3 events", testkit.Types(turn3), []string{
 		"turn/start", "agent/inbox/spliced",
 		"compaction/start", "compaction/summary", "user/message", "compaction/end",
 		"step/start", "user/message", "user/message",
@@ -223,7 +224,7 @@ func TestPressureCancelledDuringSummary(t *testing.T) {
 	h.summarizer(fake.Reply{Text: "never", Fault: &fake.Fault{Kind: fake.FaultStall}})
 	h.run("go on")
 
-	equal(t, "turn 3", typesOf(eventsOfTurn(h, 3)), []string{
+	equal(t, "turn 3", testkit.Types(eventsOfTurn(h, 3)), []string{
 		"turn/start", "agent/inbox/spliced", "compaction/start", "compaction/end", "turn/end",
 	})
 	end, _ := only[session.CompactionEnd](t, h.events(), session.TypeCompactionEnd)
@@ -276,7 +277,7 @@ func TestPressureSecondSummary(t *testing.T) {
 			h.script(text("continuing"))
 			h.run("go on")
 
-			ends := find[session.CompactionEnd](t, h.events(), session.TypeCompactionEnd)
+			ends := testkit.Find[session.CompactionEnd](t, h.events(), session.TypeCompactionEnd)
 			if len(ends) != tt.brackets {
 				t.Fatalf("%d compactions, want %d\n%s", len(ends), tt.brackets, h.dump())
 			}

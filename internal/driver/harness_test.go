@@ -3,12 +3,10 @@ package driver_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +15,9 @@ import (
 	"harness/internal/driverstore"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/llm/openai"
 	"harness/internal/models"
 	"harness/internal/session"
+	"harness/internal/testkit"
 	"harness/internal/tools"
 )
 
@@ -80,29 +78,12 @@ func newHarness(t testing.TB, script fake.Script, opts ...harnessOpt) *harness {
 	}
 	ctx := t.Context()
 	dir := t.TempDir()
-	logger := slog.New(slog.DiscardHandler)
-	if os.Getenv("HARNESS_TEST_LOG") != "" {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	db, err := models.Open(ctx, logger, models.Config{Driver: models.DriverSQLite, DSN: filepath.Join(dir, "h.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := models.NewWriter(logger, db, models.WriterOptions{})
-	st := models.NewStore(logger, db, w)
-
-	srv := fake.NewServer(script)
-	url := srv.Start(t)
-	prov, err := openai.New(openai.Config{
-		Name: "fake", Label: "Fake", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test-secret",
-		DefaultModel: "fake-model", Thinking: true,
-		Models: []llm.ModelInfo{{ID: "fake-model", Label: "Fake", ContextWindow: 100_000, DefaultMaxTokens: 4096,
-			Efforts: []llm.Effort{llm.EffortOff, llm.EffortHigh}, DefaultEffort: llm.EffortHigh}},
+	logger := testkit.Logger()
+	st := testkit.OpenStore(t)
+	srv, prov := testkit.FakeRoute(t, script, testkit.RouteOptions{
+		APIKey: "sk-test-secret", MaxTokens: 4096, Efforts: true, Thinking: true,
 		Retry: cfg.retry, IdleTimeout: 10 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := llm.NewRegistry()
 	if err := reg.Register(prov); err != nil {
 		t.Fatal(err)
@@ -133,8 +114,6 @@ func newHarness(t testing.TB, script fake.Script, opts ...harnessOpt) *harness {
 	t.Cleanup(func() {
 		cancelLive()
 		h.shutdown()
-		_ = w.Close(context.Background())
-		_ = db.Close()
 	})
 	if !cfg.noAgent {
 		h.agent = h.newSession("s1")
@@ -179,11 +158,7 @@ func (h *harness) shutdown() {
 		return
 	}
 	h.closed = true
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.mgr.Shutdown(ctx); err != nil {
-		h.t.Errorf("shutdown: %v", err)
-	}
+	testkit.ShutdownManager(h.t, h.mgr)
 }
 
 func userMsg(text string) llm.Message {
@@ -216,83 +191,26 @@ func (h *harness) idle() {
 // the in-memory log byte for byte.
 func (h *harness) check(a *driver.Agent) {
 	h.t.Helper()
-	events := a.Log().Events(0, a.Log().Len())
-	if err := session.CheckInvariants(events); err != nil {
-		h.t.Fatalf("invariants: %v\n%s", err, h.dump())
-	}
-	if err := h.store.W.Flush(h.ctx, a.ID()); err != nil {
-		h.t.Fatalf("flush: %v", err)
-	}
-	stored, err := h.store.EventsSince(h.ctx, a.ID(), -1, 0)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if len(stored) != len(events) {
-		h.t.Fatalf("store has %d events, log %d", len(stored), len(events))
-	}
-	for i := range events {
-		x, _ := session.MarshalEvent(events[i])
-		y, _ := session.MarshalEvent(stored[i])
-		if string(x) != string(y) {
-			h.t.Fatalf("stored event %d differs:\n%s\n%s", i, x, y)
-		}
-	}
+	testkit.CheckLog(h.t, h.store, a.Log(), a.ID())
 }
 
 func (h *harness) events() []session.Event {
 	return h.agent.Log().Events(0, h.agent.Log().Len())
 }
 
-// types lists the event types, dropping assistant/chunk runs to one entry
-// "assistant/chunk*" so sequences read like the spec.
+// types lists the event types, chunk runs folded (testkit.Types).
 func (h *harness) types() []string {
-	return typesOf(h.events())
-}
-
-func typesOf(events []session.Event) []string {
-	var out []string
-	for _, ev := range events {
-		t := string(ev.Type)
-		if ev.Type == session.TypeAssistantChunk {
-			if len(out) > 0 && out[len(out)-1] == "assistant/chunk*" {
-				continue
-			}
-			t = "assistant/chunk*"
-		}
-		out = append(out, t)
-	}
-	return out
+	return testkit.Types(h.events())
 }
 
 func (h *harness) dump() string {
-	var sb strings.Builder
-	for _, ev := range h.events() {
-		if ev.Type == session.TypeAssistantChunk {
-			continue
-		}
-		d := string(ev.Data)
-		if len(d) > 300 {
-			d = d[:300] + "…"
-		}
-		fmt.Fprintf(&sb, "%4d %-22s %s\n", ev.Seq, ev.Type, d)
-	}
-	return sb.String()
+	return testkit.Dump(h.events())
 }
 
 // find returns the decoded data of every event of type t.
 func find[T any](h *harness, t session.Type) []T {
 	h.t.Helper()
-	var out []T
-	for _, ev := range h.events() {
-		if ev.Type == t {
-			v, err := session.Decode[T](ev)
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			out = append(out, v)
-		}
-	}
-	return out
+	return testkit.Find[T](h.t, h.events(), t)
 }
 
 func (h *harness) turnEnds() []session.TurnEndReason {

@@ -12,6 +12,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/session"
+	"harness/internal/testkit"
 )
 
 // A graceful restart keeps the queue: the running turn ends aborted with
@@ -81,7 +82,7 @@ func TestCrashRepairWithdrawsPendingApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	closers := a.Log().Events(int64(len(crashed)), a.Log().Len())
-	equal(t, "closers", typesOf(closers), []string{"approval/decided", "tool/result", "step/end", "turn/end"})
+	equal(t, "closers", testkit.Types(closers), []string{"approval/decided", "tool/result", "step/end", "turn/end"})
 	d, _ := session.Decode[session.ApprovalDecided](closers[0])
 	r, _ := session.Decode[session.ToolResult](closers[1])
 	te, _ := session.Decode[session.TurnEnd](closers[3])

@@ -18,9 +18,9 @@ import (
 	"harness/internal/driverstore"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/llm/openai"
 	"harness/internal/models"
 	"harness/internal/session"
+	"harness/internal/testkit"
 	"harness/internal/tools"
 )
 
@@ -42,12 +42,7 @@ func newRecorder(t *testing.T, p llm.Provider) *recorder {
 	ctx := t.Context()
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
-	db, err := models.Open(ctx, log, models.Config{DSN: filepath.Join(dir, "h.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := models.NewWriter(log, db, models.WriterOptions{})
-	st := models.NewStore(log, db, w)
+	st := testkit.OpenStore(t)
 	reg := llm.NewRegistry()
 	if err := reg.Register(p); err != nil {
 		t.Fatal(err)
@@ -73,8 +68,6 @@ func newRecorder(t *testing.T, p llm.Provider) *recorder {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = mgr.Shutdown(sctx)
-		_ = w.Close(sctx)
-		_ = db.Close()
 	})
 	return &recorder{t: t, ctx: ctx, mgr: mgr, agent: ag}
 }
@@ -185,22 +178,16 @@ func TestRecordFixtures(t *testing.T) {
 		r.save("demo-tools")
 	})
 	t.Run("failures", func(t *testing.T) {
-		srv := fake.NewServer(fake.Script{Replies: []fake.Reply{
+		script := fake.Script{Replies: []fake.Reply{
 			{Error: &fake.HTTPError{Status: 429, Message: "Rate limit reached"}},
 			{Reasoning: "Let me answer in Go.", Text: "Here is code:\n\n```go\nfunc main() {\n\tfmt.Println(\"<hi>\")\n}\n```\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\nSee [docs](https://go.dev) and [bad](javascript:alert(1))."},
 			{Error: &fake.HTTPError{Status: 401, Message: "Incorrect API key provided: sk-live-abcdef0123456789. You can find your key at https://example.com"}},
 			{Text: "This will be cut short by the user.", Chunks: 8, Fault: &fake.Fault{Kind: fake.FaultStall, After: 4}},
 			{Text: "max", Finish: "length"},
-		}})
-		url := srv.Start(t)
+		}}
 		retry := llm.DefaultRetryPolicy()
 		retry.InitialDelay, retry.MaxDelay = 5*time.Millisecond, 20*time.Millisecond
-		p, err := openai.New(openai.Config{Name: "fake", Label: "Fake", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test",
-			DefaultModel: "fake-model", Thinking: true, Retry: retry,
-			Models: []llm.ModelInfo{{ID: "fake-model", Label: "Fake", ContextWindow: 100_000}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, p := testkit.FakeRoute(t, script, testkit.RouteOptions{Thinking: true, Retry: retry})
 		r := newRecorder(t, p)
 		r.send("ada", "show me code")
 		r.send("ada", "this fails")
@@ -220,13 +207,7 @@ func TestRecordFixtures(t *testing.T) {
 // recordCompaction records a session on a small context window: pressure
 // compaction inside a turn, then a manual compaction between turns.
 func recordCompaction(t *testing.T) {
-	srv := fake.NewServer(fake.Script{Responder: compactionResponder})
-	url := srv.Start(t)
-	p, err := openai.New(openai.Config{Name: "fake", Label: "Fake", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test",
-		DefaultModel: "fake-model", Models: []llm.ModelInfo{{ID: "fake-model", Label: "Fake", ContextWindow: 6_000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := testkit.FakeRoute(t, fake.Script{Responder: compactionResponder}, testkit.RouteOptions{Window: 6_000})
 	r := newRecorder(t, p)
 	compact.Install(r.mgr, compact.Options{})
 	for i, prompt := range []string{

@@ -9,9 +9,9 @@ import (
 	"harness/internal/compact"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/llm/openai"
 	"harness/internal/service"
 	"harness/internal/session"
+	"harness/internal/testkit"
 )
 
 // compactionEvents counts the compaction events of a log by type.
@@ -184,20 +184,12 @@ func TestCompactBusy(t *testing.T) {
 // (502), the history stays and the bracket is closed with the error.
 func TestCompactModelFailure(t *testing.T) {
 	t.Parallel()
-	srv := fake.NewServer(fake.Script{Responder: func(rec fake.Recorded) fake.Reply {
+	_, p := testkit.FakeRoute(t, fake.Script{Responder: func(rec fake.Recorded) fake.Reply {
 		if rec.Header.Get("X-Harness-Purpose") == string(llm.PurposeCompaction) {
 			return fake.Reply{Error: &fake.HTTPError{Status: 400, Message: "summaries are off today"}}
 		}
 		return fake.Reply{Text: strings.Repeat("A long enough answer. ", 40)}
-	}})
-	url := srv.Start(t)
-	p, err := openai.New(openai.Config{
-		Name: "scripted", Label: "Scripted", Kind: openai.KindDeepSeek, BaseURL: url, APIKey: "sk-test",
-		DefaultModel: "m", Models: []llm.ModelInfo{{ID: "m", Label: "M", ContextWindow: 50_000}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}}, testkit.RouteOptions{Name: "scripted", Label: "Scripted", Model: "m", ModelLabel: "M", Window: 50_000})
 	e := newEnvWith(t, p)
 	s, err := e.svc.CreateSession(t.Context(), e.alice, service.NewSession{Provider: "scripted"})
 	if err != nil {

@@ -1,28 +1,23 @@
 package service_test
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"harness/internal/app"
 	"harness/internal/auth"
-	"harness/internal/config"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/service"
+	"harness/internal/testkit"
 )
 
-// env is the app on a temp dir with the demo model (no HTTP: the service
-// is called directly) and one actor per role.
+// env is the app on a temp dir with the demo model (the service is called
+// directly, not over HTTP) and one actor per role.
 type env struct {
 	t   *testing.T
-	app *app.App
+	app *testkit.App
 	svc *service.Service
 	// alice owns; carol collaborates and dave views alice's sessions when
 	// shared; bob is another user; root is an admin.
@@ -37,24 +32,10 @@ func newEnv(t *testing.T) *env {
 // newEnvWith is newEnv with extra model routes (the first is the default).
 func newEnvWith(t *testing.T, providers ...llm.Provider) *env {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Config{Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "h.db"), ShutdownTimeout: 5 * time.Second}
-	a, err := app.New(t.Context(), slog.New(slog.DiscardHandler), cfg, app.Options{
-		Getenv:         func(string) string { return "" },
+	a := testkit.StartApp(t, nil, app.Options{
 		Providers:      providers,
 		DemoOptions:    []fake.Option{fake.WithChunkDelay(time.Millisecond)},
 		VerifyRequests: true,
-		AuthOptions:    &auth.Options{BcryptCost: bcrypt.MinCost},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := a.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
 	})
 	e := &env{t: t, app: a, svc: a.Service}
 	e.alice, e.bob, e.carol, e.dave = e.user("alice", false), e.user("bob", false), e.user("carol", false), e.user("dave", false)
@@ -64,15 +45,8 @@ func newEnvWith(t *testing.T, providers ...llm.Provider) *env {
 
 func (e *env) user(name string, admin bool) *auth.Actor {
 	e.t.Helper()
-	ctx := e.t.Context()
-	if _, err := e.app.Auth.CreateUser(ctx, name, name+"-password", admin); err != nil {
-		e.t.Fatal(err)
-	}
-	tok, err := e.app.Auth.CreateToken(ctx, name, "test")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	a, err := e.app.Auth.TokenActor(ctx, tok)
+	u := e.app.User(e.t, name, admin)
+	a, err := e.app.Auth.TokenActor(e.t.Context(), u.Token)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -113,15 +87,7 @@ func (e *env) run(a *auth.Actor, id, text string) string {
 
 func (e *env) idle(id string) {
 	e.t.Helper()
-	ag, ok := e.app.Manager.Lookup(id)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(e.t.Context(), 20*time.Second)
-	defer cancel()
-	if err := ag.Wait(ctx); err != nil {
-		e.t.Fatalf("not idle: %v", err)
-	}
+	e.app.WaitIdle(e.t, id)
 }
 
 // code is the service error code of err ("" for nil).

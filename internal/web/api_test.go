@@ -3,83 +3,41 @@ package web_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"harness/client"
 	"harness/internal/app"
-	"harness/internal/auth"
-	"harness/internal/config"
 	"harness/internal/llm/fake"
+	"harness/internal/testkit"
 )
 
 // apiEnv is the real server (internal/app) on loopback with the demo model.
 type apiEnv struct {
-	app        *app.App
-	url        string
+	app        *testkit.App
 	alice, bob *client.Client
 	aliceTok   string
 }
 
 func newAPIEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Config{Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "h.db"), ShutdownTimeout: 5 * time.Second}
-	a, err := app.New(t.Context(), slog.New(slog.DiscardHandler), cfg, app.Options{
-		Getenv:         func(string) string { return "" },
+	a := testkit.StartApp(t, nil, app.Options{
 		DemoOptions:    []fake.Option{fake.WithChunkDelay(time.Millisecond)},
 		VerifyRequests: true,
-		AuthOptions:    &auth.Options{BcryptCost: bcrypt.MinCost},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(a.Handler())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = a.Close(ctx)
-		hs.Close()
-	})
-	e := &apiEnv{app: a, url: hs.URL}
-	for _, name := range []string{"alice", "bob"} {
-		if _, err := a.Auth.CreateUser(t.Context(), name, name+"-password", false); err != nil {
-			t.Fatal(err)
-		}
-		tok, err := a.Auth.CreateToken(t.Context(), name, "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := client.New(hs.URL, client.WithToken(tok))
-		if name == "alice" {
-			e.alice, e.aliceTok = c, tok
-		} else {
-			e.bob = c
-		}
-	}
-	return e
+	alice, bob := a.User(t, "alice", false), a.User(t, "bob", false)
+	return &apiEnv{app: a, alice: alice.Client, bob: bob.Client, aliceTok: alice.Token}
 }
 
 func (e *apiEnv) idle(t *testing.T, id string) {
 	t.Helper()
-	if ag, ok := e.app.Manager.Lookup(id); ok {
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-		defer cancel()
-		if err := ag.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.app.WaitIdle(t, id)
 }
 
 func wantErr(t *testing.T, what string, err error, status int, code string) {
@@ -308,7 +266,7 @@ func waitRunning(t *testing.T, c *client.Client, id string) {
 // raw sends a request as alice (token) and returns status and body.
 func (e *apiEnv) raw(t *testing.T, method, path, ctype string, body io.Reader) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, body)
+	req, err := http.NewRequestWithContext(t.Context(), method, e.app.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +339,7 @@ func TestRESTErrors(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("export of an empty log: %d", status)
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), "GET", e.url+base+"/export", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", e.app.URL+base+"/export", nil)
 	req.Header.Set("Authorization", "Bearer "+e.aliceTok)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -402,12 +360,12 @@ func TestRESTWithCookie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := client.New(e.url, client.WithCookie(cookie, info.CSRFToken))
+	good := client.New(e.app.URL, client.WithCookie(cookie, info.CSRFToken))
 	s, err := good.CreateSession(t.Context(), client.NewSession{Title: "cookie"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := client.New(e.url, client.WithCookie(cookie, "wrong"))
+	bad := client.New(e.app.URL, client.WithCookie(cookie, "wrong"))
 	_, err = bad.CreateSession(t.Context(), client.NewSession{})
 	wantErr(t, "wrong CSRF token", err, 403, "csrf")
 	if _, err := bad.GetSession(t.Context(), s.ID); err != nil {
@@ -422,7 +380,7 @@ func TestRESTWithCookie(t *testing.T) {
 	if _, err := cn.Subscribe(t.Context(), s.ID, -1); err != nil {
 		t.Fatal(err)
 	}
-	anon := client.New(e.url)
+	anon := client.New(e.app.URL)
 	_, err = anon.ListSessions(t.Context(), client.ListOptions{})
 	wantErr(t, "anonymous", err, 401, "unauthorized")
 }

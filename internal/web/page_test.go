@@ -3,60 +3,40 @@ package web_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"harness/internal/app"
 	"harness/internal/auth"
 	"harness/internal/config"
 	"harness/internal/llm/fake"
+	"harness/internal/testkit"
 )
 
 // pageEnv is the real server with two users, driven like a browser
 // without script: cookie jar, forms with the CSRF token.
 type pageEnv struct {
 	t   *testing.T
-	app *app.App
-	url string
+	app *testkit.App
 }
 
 func newPageEnv(t *testing.T) *pageEnv {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := config.Config{Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "h.db"),
-		ShutdownTimeout: 5 * time.Second, AdminPassword: "admin-password"}
-	a, err := app.New(t.Context(), slog.New(slog.DiscardHandler), cfg, app.Options{
-		Getenv:      func(string) string { return "" },
+	a := testkit.StartApp(t, func(c *config.Config) { c.AdminPassword = "admin-password" }, app.Options{
 		DemoOptions: []fake.Option{fake.WithChunkDelay(0)},
-		AuthOptions: &auth.Options{BcryptCost: bcrypt.MinCost},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := a.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Auth.CreateUser(t.Context(), "bob", "bob-password", false); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(a.Handler())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = a.Close(ctx)
-		hs.Close()
-	})
-	return &pageEnv{t: t, app: a, url: hs.URL}
+	return &pageEnv{t: t, app: a}
 }
 
 // user is a signed-in browser without script.
@@ -91,7 +71,7 @@ func (e *pageEnv) login(name, pass string) *user {
 
 func (u *user) get(path string) (*http.Response, string) {
 	u.e.t.Helper()
-	res, err := u.c.Get(u.e.url + path)
+	res, err := u.c.Get(u.e.app.URL + path)
 	if err != nil {
 		u.e.t.Fatal(err)
 	}
@@ -112,7 +92,7 @@ func (u *user) form(path string, v url.Values) (*http.Response, string) {
 
 func (u *user) post(path string, v url.Values) (*http.Response, string) {
 	u.e.t.Helper()
-	res, err := u.c.PostForm(u.e.url+path, v)
+	res, err := u.c.PostForm(u.e.app.URL+path, v)
 	if err != nil {
 		u.e.t.Fatal(err)
 	}

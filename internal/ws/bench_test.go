@@ -3,9 +3,6 @@ package ws_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
-	"net/http/httptest"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -15,13 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"harness/client"
 	"harness/internal/app"
-	"harness/internal/auth"
-	"harness/internal/config"
 	"harness/internal/llm"
+	"harness/internal/testkit"
 )
 
 // tickProvider streams chunks at a fixed rate; each text carries the time
@@ -88,31 +82,10 @@ func fanout(b *testing.B, sessions, subsPer int) {
 	)
 	chunks := int(duration / time.Second * rate)
 	ctx := context.Background()
-	dir := b.TempDir()
-	cfg := config.Config{Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "h.db"), ShutdownTimeout: 10 * time.Second}
-	a, err := app.New(ctx, slog.New(slog.DiscardHandler), cfg, app.Options{
-		Getenv:      func(string) string { return "" },
-		Providers:   []llm.Provider{tickProvider{chunks: chunks, every: time.Second / rate}},
-		AuthOptions: &auth.Options{BcryptCost: bcrypt.MinCost},
+	a := testkit.StartApp(b, nil, app.Options{
+		Providers: []llm.Provider{tickProvider{chunks: chunks, every: time.Second / rate}},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(a.Handler())
-	defer func() {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		_ = a.Close(cctx)
-		hs.Close()
-	}()
-	if _, err := a.Auth.CreateUser(ctx, "bench", "bench-password", false); err != nil {
-		b.Fatal(err)
-	}
-	tok, err := a.Auth.CreateToken(ctx, "bench", "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := client.New(hs.URL, client.WithToken(tok))
+	c := a.User(b, "bench", false).Client
 
 	ids := make([]string, sessions)
 	for i := range ids {

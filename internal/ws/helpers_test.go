@@ -1,24 +1,15 @@
 package ws_test
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"harness/client"
 	"harness/internal/app"
-	"harness/internal/auth"
-	"harness/internal/config"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/llm/openai"
+	"harness/internal/testkit"
 	"harness/internal/ws"
 )
 
@@ -27,7 +18,7 @@ import (
 // and the offline demo model ("demo").
 type env struct {
 	t    *testing.T
-	app  *app.App
+	app  *testkit.App
 	url  string
 	fake *fake.Server
 	// alice owns the sessions tests create; bob is another user.
@@ -44,53 +35,21 @@ type envOptions struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	ctx := t.Context()
-	dir := t.TempDir()
-	cfg := config.Config{
-		Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "harness.db"),
-		ShutdownTimeout: 5 * time.Second,
-	}
-	log := slog.New(slog.DiscardHandler)
-	if os.Getenv("HARNESS_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	fs := fake.NewServer(o.script)
-	furl := fs.Start(t)
-	prov, err := openai.New(openai.Config{
-		Name: "fake", Label: "Fake", Kind: openai.KindDeepSeek, BaseURL: furl, APIKey: "sk-test",
-		DefaultModel: "fake-model", Thinking: true,
-		Models: []llm.ModelInfo{{ID: "fake-model", Label: "Fake", ContextWindow: 100_000, DefaultMaxTokens: 4096}},
-		Retry:  llm.RetryPolicy{MaxRetries: 0}, IdleTimeout: 30 * time.Second,
+	fs, prov := testkit.FakeRoute(t, o.script, testkit.RouteOptions{
+		MaxTokens: 4096, Thinking: true, Retry: llm.RetryPolicy{MaxRetries: 0}, IdleTimeout: 30 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	delay := o.demoDelay
 	if delay == 0 {
 		delay = 2 * time.Millisecond
 	}
-	a, err := app.New(ctx, log, cfg, app.Options{
-		Getenv:         func(string) string { return "" },
+	a := testkit.StartApp(t, nil, app.Options{
 		Providers:      []llm.Provider{prov},
 		DemoOptions:    []fake.Option{fake.WithChunkDelay(max(delay, 0))},
 		VerifyRequests: true,
-		AuthOptions:    &auth.Options{BcryptCost: bcrypt.MinCost},
 		WS:             o.ws,
 		Renderer:       o.renderer,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(a.Handler())
-	t.Cleanup(func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := a.Close(closeCtx); err != nil {
-			t.Errorf("close app: %v", err)
-		}
-		hs.Close()
-	})
-	e := &env{t: t, app: a, url: hs.URL, fake: fs}
+	e := &env{t: t, app: a, url: a.URL, fake: fs}
 	e.alice, e.aliceID = e.user("alice", false)
 	e.bob, e.bobID = e.user("bob", false)
 	return e
@@ -99,15 +58,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 // user creates an account and returns a token client for it.
 func (e *env) user(name string, admin bool) (*client.Client, string) {
 	e.t.Helper()
-	u, err := e.app.Auth.CreateUser(e.t.Context(), name, name+"-password", admin)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	tok, err := e.app.Auth.CreateToken(e.t.Context(), name, "test")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return client.New(e.url, client.WithToken(tok)), u.ID
+	u := e.app.User(e.t, name, admin)
+	return u.Client, u.ID
 }
 
 // session creates a session owned by alice.
@@ -142,15 +94,7 @@ func subscribe(t *testing.T, cn *client.Conn, id string, since int64) *client.Su
 // waitIdle waits for the session's agent to go idle.
 func (e *env) waitIdle(id string) {
 	e.t.Helper()
-	ag, ok := e.app.Manager.Lookup(id)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(e.t.Context(), 30*time.Second)
-	defer cancel()
-	if err := ag.Wait(ctx); err != nil {
-		e.t.Fatalf("session %s did not go idle: %v", id, err)
-	}
+	e.app.WaitIdle(e.t, id)
 }
 
 // fullLog reads the whole log over REST.
