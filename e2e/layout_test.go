@@ -33,6 +33,7 @@ func TestPhoneWidthAndDarkTheme(t *testing.T) {
 	b.waitJS("the drawer to open", `document.getElementById("sidebar").getBoundingClientRect().left >= 0`)
 	b.shot("phone-drawer")
 	b.click(".sidebar [data-action=toggle-sidebar]")
+	b.waitJS("the drawer to close", `document.getElementById("sidebar").getBoundingClientRect().right <= 0`)
 
 	// Dark: follows the system, and the theme button forces it.
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
