@@ -1,12 +1,9 @@
 package ws_test
 
 import (
-	"bytes"
 	"context"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,52 +12,9 @@ import (
 	"harness/client"
 	"harness/internal/app"
 	"harness/internal/llm"
+	"harness/internal/llm/fake"
 	"harness/internal/testkit"
 )
-
-// tickProvider streams chunks at a fixed rate; each text carries the time
-// it was emitted ("t=<unix ns>;"), so a client can measure the latency from
-// the provider to its socket.
-type tickProvider struct {
-	chunks int
-	every  time.Duration
-}
-
-func (p tickProvider) Info() llm.ProviderInfo {
-	return llm.ProviderInfo{Name: "tick", Label: "Tick", DefaultModel: "tick", Models: []llm.ModelInfo{{ID: "tick", Label: "Tick"}}}
-}
-
-func (p tickProvider) Stream(ctx context.Context, _ llm.Request, emit llm.Emit) error {
-	if err := emit(llm.Chunk{Type: llm.ChunkBlockStart, Index: 0, BlockType: llm.BlockText}); err != nil {
-		return err
-	}
-	t := time.NewTicker(p.every)
-	defer t.Stop()
-	var text strings.Builder
-	for range p.chunks {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		s := "t=" + strconv.FormatInt(time.Now().UnixNano(), 10) + ";"
-		text.WriteString(s)
-		if err := emit(llm.Chunk{Type: llm.ChunkTextDelta, Index: 0, Text: s}); err != nil {
-			return err
-		}
-	}
-	final := llm.Text(text.String())
-	for _, c := range []llm.Chunk{
-		{Type: llm.ChunkBlockEnd, Index: 0, Block: &final},
-		{Type: llm.ChunkUsage, Usage: &llm.Usage{}},
-		llm.Finish(llm.FinishStop, nil),
-	} {
-		if err := emit(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // BenchmarkFanout streams 50 chunks/s per session for 5 s and measures the
 // latency from the provider emitting a chunk to a subscriber's client
@@ -83,7 +37,7 @@ func fanout(b *testing.B, sessions, subsPer int) {
 	chunks := int(duration / time.Second * rate)
 	ctx := context.Background()
 	a := testkit.StartApp(b, nil, app.Options{
-		Providers: []llm.Provider{tickProvider{chunks: chunks, every: time.Second / rate}},
+		Providers: []llm.Provider{fake.Tick{Name: "tick", Every: time.Second / rate, Chunks: chunks}},
 	})
 	c := a.User(b, "bench", false).Client
 
@@ -131,9 +85,9 @@ func fanout(b *testing.B, sessions, subsPer int) {
 				case "assistant/chunk":
 					// The stamp is read straight from the bytes: a JSON
 					// decode here would add to the latency measured.
-					ns, ok := stamp(p.Event.Data)
+					at, ok := fake.ParseTick(p.Event.Data)
 					if ok {
-						r.lat = append(r.lat, time.Since(time.Unix(0, ns)))
+						r.lat = append(r.lat, time.Since(at))
 						r.chunks++
 					}
 				case "turn/end":
@@ -207,19 +161,4 @@ func fanout(b *testing.B, sessions, subsPer int) {
 	}
 	b.Logf("%d sessions x %d subscribers: %d chunks, p50 %.2f ms, p99 %.2f ms, max %.2f ms, cut %d, heap %.1f MiB (base %.1f)",
 		sessions, subsPer, delivered, pct(.5), pct(.99), pct(1), cut, float64(peak.Load())/(1<<20), float64(baseHeap)/(1<<20))
-}
-
-// stamp reads the "t=<ns>;" of a text-delta chunk.
-func stamp(data []byte) (int64, bool) {
-	i := bytes.Index(data, []byte(`"text":"t=`))
-	if i < 0 || !bytes.Contains(data, []byte(`"text-delta"`)) {
-		return 0, false
-	}
-	rest := data[i+len(`"text":"t=`):]
-	j := bytes.IndexByte(rest, ';')
-	if j < 0 {
-		return 0, false
-	}
-	ns, err := strconv.ParseInt(string(rest[:j]), 10, 64)
-	return ns, err == nil
 }
