@@ -15,7 +15,6 @@ type chunkProvider struct {
 	name string
 	mu   sync.Mutex
 	plan []providerCall
-	reqs []llm.Request
 }
 
 type providerCall struct {
@@ -30,7 +29,6 @@ func (p *chunkProvider) Info() llm.ProviderInfo {
 
 func (p *chunkProvider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) error {
 	p.mu.Lock()
-	p.reqs = append(p.reqs, req)
 	var c providerCall
 	if len(p.plan) > 0 {
 		c, p.plan = p.plan[0], p.plan[1:]
@@ -48,12 +46,6 @@ func (p *chunkProvider) Stream(ctx context.Context, req llm.Request, emit llm.Em
 		return &llm.Failure{Code: llm.CodeAborted, Message: "aborted"}
 	}
 	return nil
-}
-
-func (p *chunkProvider) requests() []llm.Request {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]llm.Request(nil), p.reqs...)
 }
 
 // textChunks is a complete text reply.

@@ -463,7 +463,7 @@ func TestCase27HeaderOnlyOnChange(t *testing.T) {
 	h := newHarness(t, script(textReply("1"), textReply("2"), textReply("3")))
 	var persona atomic.Value
 	persona.Store("Be brief.")
-	h.agent.Hooks().OnAssemble(func(ctx context.Context, a *driver.Assembly, next func(context.Context) (*driver.Assembly, error)) (*driver.Assembly, error) {
+	h.agent.Hooks().OnAssemble(func(ctx context.Context, _ *driver.Assembly, next func(context.Context) (*driver.Assembly, error)) (*driver.Assembly, error) {
 		a, err := next(ctx)
 		if err == nil {
 			a.Sections = append(a.Sections, driver.Section{Name: "test:persona", Order: 0, Text: persona.Load().(string)})
@@ -538,7 +538,7 @@ func TestCase29SectionVariable(t *testing.T) {
 	h := newHarness(t, script(textReply("ok")))
 	var place atomic.Value
 	place.Store("")
-	h.agent.Hooks().OnAssemble(func(ctx context.Context, a *driver.Assembly, next func(context.Context) (*driver.Assembly, error)) (*driver.Assembly, error) {
+	h.agent.Hooks().OnAssemble(func(ctx context.Context, _ *driver.Assembly, next func(context.Context) (*driver.Assembly, error)) (*driver.Assembly, error) {
 		a, err := next(ctx)
 		if err == nil {
 			a.Sections = append(a.Sections, driver.Section{Name: "test:where", Order: 1, Text: "In {{place}}."})

@@ -203,7 +203,6 @@ func userID(msgID string) string          { return "u-" + safeID(msgID) }
 func approvalID(id string) string         { return "a-" + safeID(id) }
 func questionID(id string) string         { return "q-" + safeID(id) }
 func retryID(turn, step int) string       { return "r-" + strconv.Itoa(turn) + "-" + strconv.Itoa(step) }
-func usageID(turn, step int) string       { return "us-" + strconv.Itoa(turn) + "-" + strconv.Itoa(step) }
 func turnUsageID(turn int) string         { return "ut-" + strconv.Itoa(turn) }
 func seqID(prefix string, s int64) string { return prefix + "-" + strconv.FormatInt(s, 10) }
 

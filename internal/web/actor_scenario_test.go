@@ -260,13 +260,7 @@ func (env *scenarioEnv) defaultSnapshot(t *testing.T) any {
 	return s
 }
 
-// request builds row's request as actor a would send it.
-func (env *scenarioEnv) request(t *testing.T, row scenarioRow, a scenarioActor) *http.Request {
-	t.Helper()
-	return env.requestFor(t, row, a, env.SessionID)
-}
-
-// requestFor is request with sessionID as {session}.
+// requestFor builds the row's request for actor a, with sessionID as {session}.
 func (env *scenarioEnv) requestFor(t *testing.T, row scenarioRow, a scenarioActor, sessionID string) *http.Request {
 	t.Helper()
 	path := strings.NewReplacer(

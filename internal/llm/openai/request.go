@@ -62,6 +62,8 @@ func (p *Provider) buildRequest(req llm.Request) (goai.ChatCompletionRequest, wi
 		if p.cfg.Kind == KindOpenAI && completionTokensModel(model) {
 			out.MaxCompletionTokens = maxTokens
 		} else {
+			// DeepSeek and most OpenAI-compatible servers take max_tokens.
+			//lint:ignore SA1019 max_completion_tokens is OpenAI's newer name only
 			out.MaxTokens = maxTokens
 		}
 	}
