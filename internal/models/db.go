@@ -45,11 +45,12 @@ type DB struct {
 }
 
 // Open opens the database, pings it and runs the migrations. On SQLite it
-// creates the parent directory and holds an exclusive lock on <path>.lock
-// while the DB is open, so a second server process on the same file fails
-// with ErrLocked ("open database <path>: database is locked by another
-// process"), as does a database another connection keeps write-locked
-// beyond BusyTimeout.
+// creates the parent directory, keeps the database file and its -wal/-shm
+// siblings at mode 0600 (created so, tightened when looser), and holds an
+// exclusive lock on <path>.lock while the DB is open, so a second server
+// process on the same file fails with ErrLocked ("open database <path>:
+// database is locked by another process"), as does a database another
+// connection keeps write-locked beyond BusyTimeout.
 func Open(ctx context.Context, log *slog.Logger, cfg Config) (*DB, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

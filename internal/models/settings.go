@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"harness/internal/secrets"
 	"harness/internal/session"
 )
 
@@ -34,24 +35,42 @@ type RouteSetting struct {
 
 // SettingsStore keeps admin-configured model routes (the providers table)
 // and JSON settings rows (the server's default route, users'
-// preferences).
+// preferences). Route API keys are sealed in the database (internal/secrets,
+// bound to "provider:<name>") and plain in every ProviderConfig it returns.
 type SettingsStore struct {
-	db *DB
+	db     *DB
+	sealer *secrets.Sealer
 }
 
-// NewSettingsStore builds a store over db.
-func NewSettingsStore(db *DB) *SettingsStore { return &SettingsStore{db: db} }
+// NewSettingsStore builds a store over db that seals API keys with sealer,
+// which is required: there is no plain-text mode.
+func NewSettingsStore(db *DB, sealer *secrets.Sealer) *SettingsStore {
+	if sealer == nil {
+		panic("models: NewSettingsStore needs a sealer")
+	}
+	return &SettingsStore{db: db, sealer: sealer}
+}
 
-// Providers lists the configured routes by name.
+// keyContext binds a sealed key to its row, so a value copied to another
+// route does not open there.
+func keyContext(name string) string { return "provider:" + name }
+
+// Providers lists the configured routes by name. A route whose stored key
+// cannot be opened (another secret key, an altered value) is still listed,
+// with APIKey empty and KeyError saying why, so one bad row neither hides
+// the route from the admin nor stops the server; callers log KeyError.
 func (s *SettingsStore) Providers(ctx context.Context) ([]ProviderConfig, error) {
 	var out []ProviderConfig
 	if err := s.db.R.WithContext(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("list providers: %w", err)
 	}
+	for i := range out {
+		s.openKey(&out[i])
+	}
 	return out, nil
 }
 
-// Provider reads one route.
+// Provider reads one route; its key is opened as in Providers.
 func (s *SettingsStore) Provider(ctx context.Context, name string) (ProviderConfig, error) {
 	var pc ProviderConfig
 	err := s.db.R.WithContext(ctx).Where("name = ?", name).Take(&pc).Error
@@ -61,17 +80,43 @@ func (s *SettingsStore) Provider(ctx context.Context, name string) (ProviderConf
 	if err != nil {
 		return pc, fmt.Errorf("read provider %s: %w", name, err)
 	}
+	s.openKey(&pc)
 	return pc, nil
 }
 
-// SaveProvider inserts or updates a route. An empty APIKey keeps the stored
-// key unless clearKey is set (keys are write-only: the form never shows
-// them, so an empty field means "unchanged").
+// openKey replaces a sealed APIKey by its plaintext, or clears it and sets
+// KeyError. A plain-text key (a row MigrateSecrets has not reached yet) is
+// used as it is.
+func (s *SettingsStore) openKey(pc *ProviderConfig) {
+	if !secrets.IsSealed(pc.APIKey) {
+		return
+	}
+	key, err := s.sealer.Open(pc.APIKey, keyContext(pc.Name))
+	if err != nil {
+		pc.APIKey = ""
+		pc.KeyError = fmt.Errorf("provider %s: stored API key: %w", pc.Name, err)
+		return
+	}
+	pc.APIKey = key
+}
+
+// SaveProvider inserts or updates a route, sealing a non-empty APIKey. An
+// empty APIKey keeps the stored key unless clearKey is set (keys are
+// write-only: the form never shows them, so an empty field means
+// "unchanged").
 func (s *SettingsStore) SaveProvider(ctx context.Context, pc ProviderConfig, clearKey bool) error {
 	pc.UpdatedAt = time.Now()
+	pc.KeyError = nil
 	cols := []string{"kind", "base_url", "default_model", "models", "enabled", "updated_at"}
 	if pc.APIKey != "" || clearKey {
 		cols = append(cols, "api_key")
+	}
+	if pc.APIKey != "" {
+		sealed, err := s.sealer.Seal(pc.APIKey, keyContext(pc.Name))
+		if err != nil {
+			return fmt.Errorf("save provider %s: %w", pc.Name, err)
+		}
+		pc.APIKey = sealed
 	}
 	err := s.db.W.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "name"}},
@@ -81,6 +126,37 @@ func (s *SettingsStore) SaveProvider(ctx context.Context, pc ProviderConfig, cle
 		return fmt.Errorf("save provider %s: %w", pc.Name, err)
 	}
 	return nil
+}
+
+// MigrateSecrets seals every API key still stored in plain text (rows from
+// before keys were sealed) and returns how many it sealed. Sealed values
+// are left alone, so it is idempotent and runs at every start. Each row is
+// updated only if its key is still the plain text read, so a concurrent
+// save or a second replica migrating at the same time is never
+// overwritten or sealed twice.
+func (s *SettingsStore) MigrateSecrets(ctx context.Context) (migrated int, err error) {
+	var rows []ProviderConfig
+	if err := s.db.W.WithContext(ctx).Select("name", "api_key").Where("api_key <> ''").Find(&rows).Error; err != nil {
+		return 0, fmt.Errorf("migrate secrets: list providers: %w", err)
+	}
+	for _, pc := range rows {
+		if secrets.IsSealed(pc.APIKey) {
+			continue
+		}
+		sealed, err := s.sealer.Seal(pc.APIKey, keyContext(pc.Name))
+		if err != nil {
+			return migrated, fmt.Errorf("migrate secrets: provider %s: %w", pc.Name, err)
+		}
+		// UpdateColumn: sealing is not an edit, updated_at stays.
+		res := s.db.W.WithContext(ctx).Model(&ProviderConfig{}).
+			Where("name = ? AND api_key = ?", pc.Name, pc.APIKey).
+			UpdateColumn("api_key", sealed)
+		if res.Error != nil {
+			return migrated, fmt.Errorf("migrate secrets: provider %s: %w", pc.Name, res.Error)
+		}
+		migrated += int(res.RowsAffected)
+	}
+	return migrated, nil
 }
 
 // DeleteProvider removes a route.

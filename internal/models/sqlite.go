@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -56,6 +58,10 @@ func openSQLite(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err e
 		return nil, wrap(err)
 	}
 	db.closers = append(db.closers, lock)
+	// Under the lock, so no other server has the files open.
+	if err := privateFiles(log, path); err != nil {
+		return nil, wrap(err)
+	}
 
 	busy := cfg.BusyTimeout
 	if busy <= 0 {
@@ -119,7 +125,48 @@ func openSQLite(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err e
 	if err := migrate(ctx, db); err != nil {
 		return nil, wrap(err)
 	}
+	// SQLite gives the -wal and -shm files it creates the database file's
+	// mode; this holds on file systems where it cannot.
+	if err := privateFiles(log, path); err != nil {
+		return nil, wrap(err)
+	}
 	return db, nil
+}
+
+// privateFiles creates the database file with mode 0600 when it does not
+// exist yet (so SQLite never creates it with the umask's mode) and takes
+// group and other permission bits from the file and its -wal, -shm and
+// -journal siblings: they hold every session's transcript and the sealed
+// API keys.
+func privateFiles(log *slog.Logger, path string) error {
+	if runtime.GOOS == "windows" {
+		return nil // no group/other permission bits to take away
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		perm := st.Mode().Perm()
+		if perm&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(p, 0o600); err != nil {
+			return fmt.Errorf("restrict %s (mode %#o) to its owner: %w", p, perm, err)
+		}
+		log.Warn("database file was open to group or others; its mode is now 0600", "path", p, "was", fmt.Sprintf("%#o", perm))
+	}
+	return nil
 }
 
 // sqliteDSN builds a file: URI, escaping the characters SQLite's URI parser

@@ -155,6 +155,10 @@ func (m *ModelRoutes) applyLocked(pc models.ProviderConfig) error {
 		m.managed[pc.Name] = true
 		return nil
 	}
+	if pc.KeyError != nil { // sealed under another secret key, or altered
+		m.reg.Unregister(pc.Name)
+		return fmt.Errorf("route %s is unusable until its API key is entered again: %w", pc.Name, pc.KeyError)
+	}
 	cfg, err := openAIConfig(pc)
 	if err != nil {
 		return err
