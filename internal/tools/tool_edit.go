@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -34,6 +33,7 @@ old_string must match the file exactly, including whitespace and indentation (co
 }`),
 		Access:  AccessWrite,
 		Execute: executeEdit,
+		Preview: previewEdit,
 	}
 }
 
@@ -69,10 +69,11 @@ func executeEdit(ctx context.Context, call *Call) (Result, error) {
 		count = -1
 	}
 	updated := strings.Replace(old, args.OldString, args.NewString, count)
-	if err := os.WriteFile(p.Abs, []byte(updated), snap.info.Mode().Perm()); err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", p.Rel, err)
+	info, err := writeFile(p, []byte(updated), snap.info.Mode().Perm(), false)
+	if err != nil {
+		return Result{}, err
 	}
-	observe(call.State(), p, []byte(updated))
+	observe(call.State(), p, []byte(updated), info)
 
 	meta := changeMeta(p, false, snap.content, []byte(updated))
 	replaced := 1

@@ -58,10 +58,6 @@ func executeGlob(ctx context.Context, call *Call) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	_, wsReal, err := workspaceRoot(call.Env.Workspace())
-	if err != nil {
-		return Result{}, err
-	}
 	root, err := resolvePath(call.Env.Workspace(), cmp.Or(args.Path, "."))
 	if err != nil {
 		return Result{}, err
@@ -84,9 +80,17 @@ func executeGlob(ctx context.Context, call *Call) (Result, error) {
 		rel   string
 		mtime time.Time
 	}
+	if err := statIn(root); err != nil {
+		return Result{}, err
+	}
+	ws, err := openWorkspace(root)
+	if err != nil {
+		return Result{}, err
+	}
+	defer ws.Close()
 	var hits []hit
 	prefix := root.Rel + "/"
-	err = walkFiles(ctx, wsReal, root, func(rel, abs string, info fs.FileInfo) error {
+	err = walkFiles(ctx, ws, root, func(rel string, info fs.FileInfo) error {
 		name := strings.TrimPrefix(rel, prefix)
 		if root.Rel == "." {
 			name = rel
@@ -103,7 +107,7 @@ func executeGlob(ctx context.Context, call *Call) (Result, error) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return Result{}, err
 		}
-		return Result{}, fmt.Errorf("search %s: %w", root.Rel, err)
+		return Result{}, fsError(root, err)
 	}
 	sort.Slice(hits, func(i, j int) bool {
 		if !hits[i].mtime.Equal(hits[j].mtime) {

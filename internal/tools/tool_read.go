@@ -68,7 +68,7 @@ func executeRead(ctx context.Context, call *Call) (Result, error) {
 	if isBinary(snap.content) {
 		return Result{}, Errorf(NameFs, CodeFsBinary, "%q is a binary file (%d bytes) and cannot be read as text; use bash (file, xxd | head) to inspect it", p.Rel, len(snap.content))
 	}
-	observe(call.State(), p, snap.content)
+	observe(call.State(), p, snap.content, snap.info)
 
 	offset, limit := max(args.Offset, 1), args.Limit
 	if limit <= 0 {

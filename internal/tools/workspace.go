@@ -13,10 +13,47 @@ import (
 // maxLinkDepth bounds symlink resolution (as the kernel's ELOOP does).
 const maxLinkDepth = 40
 
-// wsPath is a path confined to the session workspace.
+// wsPath is a path confined to the session workspace. resolvePath checks
+// it; the I/O on it then goes through the workspace opened as an os.Root
+// (openWorkspace) with Rel, so a tree that changes after the check (a
+// directory swapped for a symlink) still cannot lead the I/O out.
 type wsPath struct {
 	Abs string // absolute, symlinks resolved
 	Rel string // slash-separated, relative to the workspace; "." for its root
+	// Root is the workspace directory (symlinks resolved) Rel is relative
+	// to. Empty in a hand-built wsPath: it is then derived from Abs and Rel.
+	Root string
+}
+
+// root returns the workspace directory p is relative to.
+func (p wsPath) root() string {
+	if p.Root != "" {
+		return p.Root
+	}
+	if p.Rel == "." || p.Rel == "" {
+		return p.Abs
+	}
+	return strings.TrimSuffix(p.Abs, string(filepath.Separator)+filepath.FromSlash(p.Rel))
+}
+
+// name is p as a name below the workspace root, for os.Root.
+func (p wsPath) name() string {
+	if p.Rel == "" {
+		return "."
+	}
+	return filepath.FromSlash(p.Rel)
+}
+
+// openWorkspace opens the workspace p belongs to as an os.Root. Every name
+// below it is resolved by the kernel relative to the opened directory, and
+// symlinks or ".." that lead out of it are refused, also when the tree
+// changes between resolvePath's check and the I/O.
+func openWorkspace(p wsPath) (*os.Root, error) {
+	r, err := os.OpenRoot(p.root())
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s is unavailable: %w", p.root(), err)
+	}
+	return r, nil
 }
 
 // workspaceRoot returns the cleaned and the symlink-resolved workspace.
@@ -64,7 +101,7 @@ func resolvePath(workspace, p string) (wsPath, error) {
 	if err != nil {
 		return wsPath{}, fmt.Errorf("resolve %q: %w", p, err)
 	}
-	return wsPath{Abs: resolved, Rel: filepath.ToSlash(rel)}, nil
+	return wsPath{Abs: resolved, Rel: filepath.ToSlash(rel), Root: real}, nil
 }
 
 // within reports whether p is root or below it (both clean and absolute).

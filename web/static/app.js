@@ -7,6 +7,7 @@ import { Transcript } from "./transcript.js";
 import { Controls } from "./composer.js";
 import { followSessions } from "./sidebar.js";
 import { copyFrom, decorate, runCountdowns } from "./util.js";
+import "./files.js";
 
 function socketURL(share) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
