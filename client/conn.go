@@ -32,6 +32,8 @@ type Request struct {
 	Mode      string   `json:"mode,omitempty"`
 	Provider  string   `json:"provider,omitempty"`
 	Model     string   `json:"model,omitempty"`
+	// Tool names a tool (approvals.revoke).
+	Tool string `json:"tool,omitempty"`
 }
 
 // Response answers a Request.
@@ -445,9 +447,26 @@ func (cn *Conn) InboxSteer(ctx context.Context, session, item string) error {
 	return err
 }
 
-// Approve allows or denies a pending approval.
+// Approve allows (once) or denies a pending approval.
 func (cn *Conn) Approve(ctx context.Context, session, approval string, allow bool) error {
-	_, err := cn.Do(ctx, Request{Op: "approve", Session: session, Approval: approval, Decision: decision(allow)})
+	return cn.Decide(ctx, session, approval, decision(allow))
+}
+
+// ApproveSession allows a pending approval and every later call of the
+// same tool in the session, until RevokeTool.
+func (cn *Conn) ApproveSession(ctx context.Context, session, approval string) error {
+	return cn.Decide(ctx, session, approval, DecisionAllowSession)
+}
+
+// Decide answers a pending approval with d.
+func (cn *Conn) Decide(ctx context.Context, session, approval string, d Decision) error {
+	_, err := cn.Do(ctx, Request{Op: "approve", Session: session, Approval: approval, Decision: string(d)})
+	return err
+}
+
+// RevokeTool ends "allow for this session" for tool (op approvals.revoke).
+func (cn *Conn) RevokeTool(ctx context.Context, session, tool string) error {
+	_, err := cn.Do(ctx, Request{Op: "approvals.revoke", Session: session, Tool: tool})
 	return err
 }
 

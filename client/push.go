@@ -16,6 +16,7 @@ const (
 	ChInboxDiscarded       = "agent/inbox/discarded"
 	ChInteractionRequested = "interaction/requested"
 	ChInteractionResolved  = "interaction/resolved"
+	ChAllowed              = "approvals/allowed"
 	ChAgentError           = "agent/error"
 	ChSessionsChanged      = "sessions/changed"
 	ChError                = "error"
@@ -40,6 +41,8 @@ type Push struct {
 	Turn        int          `json:"turn,omitempty"`
 	Interaction *Interaction `json:"interaction,omitempty"`
 	Reason      string       `json:"reason,omitempty"`
+	// Tools are the tools allowed for the session (approvals/allowed).
+	Tools []string `json:"tools,omitempty"`
 	// Failure is agent/error's failure; Error is the coded error of error
 	// and session/closed pushes.
 	Failure *Failure `json:"-"`
@@ -81,6 +84,7 @@ type wireFrame struct {
 	Turn        int             `json:"turn"`
 	Interaction *Interaction    `json:"interaction"`
 	Reason      string          `json:"reason"`
+	Tools       []string        `json:"tools"`
 	Err         json.RawMessage `json:"error"`
 }
 
@@ -100,7 +104,7 @@ func (w *wireFrame) response() (Response, error) {
 func (w *wireFrame) push(p *Push, raw json.RawMessage) error {
 	*p = Push{
 		Ch: w.Ch, Event: w.Event, HTML: w.HTML, Head: w.Head, Status: w.Status, Queue: w.Queue,
-		Message: w.Message, Turn: w.Turn, Interaction: w.Interaction, Reason: w.Reason, Raw: raw,
+		Message: w.Message, Turn: w.Turn, Interaction: w.Interaction, Reason: w.Reason, Tools: w.Tools, Raw: raw,
 	}
 	if len(w.Session) > 0 && w.Session[0] == '{' {
 		var row struct {

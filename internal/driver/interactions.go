@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -15,6 +16,10 @@ import (
 // may answer; the first answer wins; a turn that ends or is cancelled
 // withdraws what is still pending (outcome cancelled). After a crash, repair
 // closes the records of the interrupted turn.
+
+// ErrBadDecision: an approval decision other than allowed-once,
+// allowed-session or rejected, or a revocation without a tool.
+var ErrBadDecision = errors.New("invalid approval decision")
 
 type pendingInteraction struct {
 	info  Interaction
@@ -40,10 +45,18 @@ func (a *Agent) PendingInteractions() []Interaction {
 	return out
 }
 
-func (a *Agent) requestApproval(ctx context.Context, turn int, call *tools.Call, reason string) session.ApprovalOutcome {
+// requestApproval asks the session's people about a call. A tool allowed
+// for the session (an earlier allowed-session decision not revoked since,
+// folded from the log) runs without a prompt and without approval events:
+// the log already says why, so the allowed set at any seq is derivable and
+// no pending record is opened that no one will answer.
+func (a *Agent) requestApproval(ctx context.Context, turn int, call *tools.Call, reason string, preview *session.ApprovalPreview) session.ApprovalOutcome {
+	if a.log.State().ToolAllowed(call.Name) {
+		return session.ApprovalAllowedSession
+	}
 	id := llm.NewID()
-	info := Interaction{ID: id, Kind: KindApproval, Turn: turn, CallID: call.ID, ToolName: call.Name, Arguments: call.RawArguments, Reason: reason}
-	reply, err := a.openInteraction(ctx, info, session.TypeApprovalAsked, session.ApprovalAsked{ID: id, ToolName: call.Name, CallID: call.ID, Reason: reason})
+	info := Interaction{ID: id, Kind: KindApproval, Turn: turn, CallID: call.ID, ToolName: call.Name, Arguments: call.RawArguments, Reason: reason, Preview: preview}
+	reply, err := a.openInteraction(ctx, info, session.TypeApprovalAsked, session.ApprovalAsked{ID: id, ToolName: call.Name, CallID: call.ID, Reason: reason, Preview: preview})
 	if err != nil {
 		return session.ApprovalUnavailable
 	}
@@ -110,7 +123,14 @@ func (a *Agent) closeLocked(p *pendingInteraction, r interactionReply, outcome s
 	var err error
 	switch p.info.Kind {
 	case KindApproval:
-		_, err = a.log.Append(session.TypeApprovalDecided, session.ApprovalDecided{ID: p.info.ID, Outcome: session.ApprovalOutcome(outcome), By: r.by})
+		d := session.ApprovalDecided{ID: p.info.ID, Outcome: session.ApprovalOutcome(outcome), By: r.by}
+		if d.Outcome == session.ApprovalAllowedSession {
+			d.Tool = p.info.ToolName // the scope: every later call of this tool
+		}
+		_, err = a.log.Append(session.TypeApprovalDecided, d)
+		if err == nil && d.Tool != "" {
+			a.publishAllowedLocked()
+		}
 	case KindQuestion:
 		qo := session.QuestionAnsweredOutcome
 		if outcome == string(session.ApprovalCancelled) {
@@ -128,11 +148,23 @@ func (a *Agent) closeLocked(p *pendingInteraction, r interactionReply, outcome s
 	a.publishLocked(LiveEvent{Kind: LiveInteractionResolved, Interaction: &info})
 }
 
-// Approve answers a pending approval. allow=false rejects.
+// Approve answers a pending approval once. allow=false rejects.
 func (a *Agent) Approve(ctx context.Context, id string, allow bool, by *session.Actor) error {
 	outcome := session.ApprovalRejected
 	if allow {
 		outcome = session.ApprovalAllowedOnce
+	}
+	return a.Decide(ctx, id, outcome, by)
+}
+
+// Decide answers a pending approval with allowed-once, allowed-session
+// (this call and every later call of its tool in the session, until
+// revoked) or rejected.
+func (a *Agent) Decide(ctx context.Context, id string, outcome session.ApprovalOutcome, by *session.Actor) error {
+	switch outcome {
+	case session.ApprovalAllowedOnce, session.ApprovalAllowedSession, session.ApprovalRejected:
+	default:
+		return fmt.Errorf("%w: %q", ErrBadDecision, outcome)
 	}
 	a.mu.Lock()
 	p, ok := a.pending[id]
@@ -211,4 +243,35 @@ func (a *Agent) withdrawInteractions(turn int) {
 			p.reply <- r
 		}
 	}
+}
+
+// AllowedTools lists the tools allowed for the session, sorted.
+func (a *Agent) AllowedTools() []string {
+	return a.log.State().AllowedTools
+}
+
+// RevokeTool ends the allowed-session scope of tool: its calls need
+// approval again. Revoking a tool that is not allowed changes nothing and
+// logs nothing.
+func (a *Agent) RevokeTool(ctx context.Context, tool string, by *session.Actor) error {
+	if tool == "" {
+		return fmt.Errorf("%w: no tool", ErrBadDecision)
+	}
+	a.mu.Lock()
+	if !a.log.State().ToolAllowed(tool) {
+		a.mu.Unlock()
+		return nil
+	}
+	if _, err := a.log.Append(session.TypeApprovalRevoked, session.ApprovalRevoked{Tool: tool, By: by}); err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	a.publishAllowedLocked()
+	a.mu.Unlock()
+	return a.durable(ctx)
+}
+
+// publishAllowedLocked sends the allowed tools snapshot.
+func (a *Agent) publishAllowedLocked() {
+	a.publishLocked(LiveEvent{Kind: LiveAllowed, Tools: a.log.State().AllowedTools})
 }

@@ -121,7 +121,7 @@ func (r *Renderer) Render(ev session.Event, rc ws.RenderContext) (string, error)
 		}
 		err = f.upsertItems(&ApprovalItem{Base: withID(base, approvalID(a.ID)), ApprovalID: a.ID, ToolName: a.ToolName, CallID: a.CallID, Reason: a.Reason})
 		if err == nil && canAnswer(rc) {
-			err = f.upsert(ParentTakeover, ApprovalPanel(a.ID, a.ToolName, r.argumentsOf(rc.Session, ev.Seq, a.CallID), a.Reason))
+			err = f.upsert(ParentTakeover, ApprovalPanel(a.ID, a.ToolName, r.argumentsOf(rc.Session, ev.Seq, a.CallID), a.Reason, a.Preview))
 		}
 	case session.TypeApprovalDecided:
 		d, derr := session.Decode[session.ApprovalDecided](ev)

@@ -117,6 +117,9 @@ func (l *Log) admitEvent(ev Event, typed bool) (admitted, error) {
 			return a, err
 		}
 	}
+	if err := checkApprovalScope(ev.Type, payload); err != nil {
+		return a, err
+	}
 	if !IsSurface(ev.Type) {
 		return a, nil
 	}

@@ -12,6 +12,16 @@ type State struct {
 	Model    *ModelSelected `json:"model,omitempty"` // last model/selected, nil if none
 	Title    string         `json:"title,omitempty"` // last session/title
 	Todos    []Todo         `json:"todos,omitempty"` // last todo/write
+	// AllowedTools are the tools allowed for the rest of the session
+	// (approval/decided allowed-session, minus later approval/revoked),
+	// sorted; nil when none.
+	AllowedTools []string `json:"allowedTools,omitempty"`
+}
+
+// ToolAllowed reports whether calls of tool were allowed for the session.
+func (s State) ToolAllowed(tool string) bool {
+	_, ok := slices.BinarySearch(s.AllowedTools, tool)
+	return ok
 }
 
 // fold is everything the log derives incrementally besides the surface.
@@ -45,6 +55,19 @@ func (f *fold) apply(ev Event, payload any) {
 		s.Title = payload.(*SessionTitle).Title
 	case TypeTodoWrite:
 		s.Todos = payload.(*TodoWrite).Todos
+	case TypeApprovalDecided:
+		if d := payload.(*ApprovalDecided); d.Outcome == ApprovalAllowedSession && d.Tool != "" {
+			if i, found := slices.BinarySearch(s.AllowedTools, d.Tool); !found {
+				s.AllowedTools = slices.Insert(s.AllowedTools, i, d.Tool)
+			}
+		}
+	case TypeApprovalRevoked:
+		if i, found := slices.BinarySearch(s.AllowedTools, payload.(*ApprovalRevoked).Tool); found {
+			s.AllowedTools = slices.Delete(s.AllowedTools, i, i+1)
+			if len(s.AllowedTools) == 0 {
+				s.AllowedTools = nil
+			}
+		}
 	case TypeRequestHeader:
 		h := payload.(*RequestHeader).Header
 		f.header = &h
@@ -59,6 +82,7 @@ func (l *Log) State() State {
 	defer l.mu.RUnlock()
 	s := l.fold.state
 	s.Todos = slices.Clone(s.Todos)
+	s.AllowedTools = slices.Clone(s.AllowedTools)
 	if s.Model != nil {
 		m := *s.Model
 		if m.By != nil {

@@ -46,6 +46,11 @@ type Definition struct {
 	// Execute is the body. A returned error becomes an error result
 	// ("Error: <message>"); a *CodedError also sets Result.Error.
 	Execute func(ctx context.Context, call *Call) (Result, error) `json:"-"`
+	// Preview, when set, says what a call would do (a diff, a command) so an
+	// approver sees it before deciding. It runs only when the call needs
+	// approval, after validation; nil, an error or a panic mean no preview,
+	// never a failed call. It must not change anything.
+	Preview func(ctx context.Context, call *Call) *session.ApprovalPreview `json:"-"`
 }
 
 // Schema returns what the model sees of the tool.

@@ -82,11 +82,11 @@ func (p *Pipeline) prepare(ctx context.Context, call *Call) (e *entry, r Result,
 		return nil, errorToResult(err), false
 	}
 	if d.Kind == PreAsk {
-		outcome, err := p.approve(ctx, call, d.Reason)
+		outcome, err := p.approve(ctx, call, d.Reason, p.preview(ctx, call, e))
 		if err != nil {
 			return nil, errorToResult(err), false
 		}
-		if outcome == session.ApprovalAllowedOnce {
+		if outcome.Allows() {
 			d = PreDecision{Kind: PreAllow}
 		} else {
 			d = PreDecision{Kind: PreDeny, Reason: denialReason(call, outcome)}
@@ -139,7 +139,7 @@ func (p *Pipeline) runPre(ctx context.Context, call *Call) (d PreDecision, err e
 	}
 }
 
-func (p *Pipeline) approve(ctx context.Context, call *Call, reason string) (o session.ApprovalOutcome, err error) {
+func (p *Pipeline) approve(ctx context.Context, call *Call, reason string, preview *session.ApprovalPreview) (o session.ApprovalOutcome, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = p.panicError("approval", call, v)
@@ -148,7 +148,24 @@ func (p *Pipeline) approve(ctx context.Context, call *Call, reason string) (o se
 	if call.Env == nil {
 		return session.ApprovalUnavailable, nil
 	}
-	return call.Env.Approve(ctx, call, reason), nil
+	return call.Env.Approve(ctx, call, reason, preview), nil
+}
+
+// preview computes what the call would do for its approver. A missing
+// preview function, a panic or a nil result give no preview; the call
+// goes on either way.
+func (p *Pipeline) preview(ctx context.Context, call *Call, e *entry) (pv *session.ApprovalPreview) {
+	if e.def.Preview == nil || call.Env == nil {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			p.logger().Error("tools: preview panicked", "tool", call.Name, "call", call.ID,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			pv = nil
+		}
+	}()
+	return e.def.Preview(ctx, call)
 }
 
 func (p *Pipeline) runGuards(ctx context.Context, call *Call) (reason string, err error) {

@@ -187,6 +187,7 @@ func TestApprovalOutcomes(t *testing.T) {
 		mention string
 	}{
 		{session.ApprovalAllowedOnce, true, "ran"},
+		{session.ApprovalAllowedSession, true, "ran"},
 		{session.ApprovalRejected, false, "the user rejected"},
 		{session.ApprovalCancelled, false, "withdrawn"},
 		{session.ApprovalUnavailable, false, "no approval channel"},

@@ -37,7 +37,8 @@ func (s *Server) apiCancel(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// POST /api/sessions/:id/approvals/:aid {decision: allow|deny} → 204.
+// POST /api/sessions/:id/approvals/:aid {decision: allow|allow-session|deny}
+// → 204.
 func (s *Server) apiApprove(c echo.Context) error {
 	var req struct {
 		Decision service.Decision `json:"decision"`
@@ -46,6 +47,15 @@ func (s *Server) apiApprove(c echo.Context) error {
 		return err
 	}
 	if err := s.svc.Approve(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("aid"), req.Decision); err != nil {
+		return svcError(err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// DELETE /api/sessions/:id/approvals/tools/:tool → 204: calls of the tool
+// need approval again (a tool that is not allowed: 204, nothing changes).
+func (s *Server) apiRevokeTool(c echo.Context) error {
+	if err := s.svc.RevokeTool(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("tool")); err != nil {
 		return svcError(err)
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -38,6 +38,8 @@ func (c *conn) dispatch(req Request) (Response, bool) {
 		err = svc.SteerQueueItem(ctx, a, req.Session, req.Item)
 	case OpApprove:
 		err = svc.Approve(ctx, a, req.Session, req.Approval, service.Decision(req.Decision))
+	case OpRevokeTool:
+		err = svc.RevokeTool(ctx, a, req.Session, req.Tool)
 	case OpAnswer:
 		err = svc.Answer(ctx, a, req.Session, req.Question, req.Answers)
 	case OpSetMode:

@@ -159,6 +159,7 @@ func (s *subscription) replay(since, from int64) {
 	for _, in := range ag.PendingInteractions() {
 		snapshot = append(snapshot, mustJSON(Push{Ch: ChInteractionRequested, Session: s.id, Interaction: &in}))
 	}
+	snapshot = append(snapshot, mustJSON(Push{Ch: ChAllowed, Session: s.id, Tools: ag.AllowedTools()}))
 	for _, f := range snapshot {
 		if c.out.pushWait(s.ctx, item{frame: f, seq: -1}) != nil {
 			return

@@ -1,7 +1,7 @@
 // The chat page's controls: the composer (send, queue while running,
 // steer, stop, the /compact command), the queue dock, approval and question
-// panels that take over the composer, status, mode and model, and the
-// context meter.
+// panels that take over the composer (and the keyboard focus), the tools
+// allowed for the session, status, mode and model, and the context meter.
 
 // COMPACT is the composer command that compacts the history instead of
 // sending a message.
@@ -28,6 +28,7 @@ export class Controls {
     this.stopBtn = chat.querySelector("#stop-btn");
     this.steerBtn = chat.querySelector("#steer-btn");
     this.queueDock = chat.querySelector("#queue-dock");
+    this.takeover = chat.querySelector("#takeover");
     this.toast = chat.querySelector("#toast");
     this.toastTimer = 0;
     this.setStatus(this.status?.dataset.status || "idle");
@@ -68,7 +69,45 @@ export class Controls {
         this.answer(form);
       }
     });
-    this.input.focus();
+    // Escape never decides an approval: it is swallowed inside the panel
+    // (no dialog-closing default, no deny by accident).
+    this.chat.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" && e.target.closest?.(".tk-approval")) {
+        e.preventDefault();
+        e.stopPropagation();
+      }
+    });
+    this.watchTakeover();
+    const panel = this.takeover?.querySelector(".tk-panel");
+    if (panel) this.focusPanel(panel);
+    else this.input.focus();
+  }
+
+  /** A panel that appears (pushed live, or on the page) takes the
+   * keyboard focus; when the last one goes, the composer gets it back. */
+  watchTakeover() {
+    if (!this.takeover) return;
+    new MutationObserver((records) => {
+      let added = null;
+      let removed = false;
+      for (const r of records) {
+        for (const n of r.addedNodes) if (n instanceof Element && n.matches(".tk-panel")) added = n;
+        removed ||= r.removedNodes.length > 0;
+      }
+      if (added) {
+        this.focusPanel(added);
+      } else if (removed && !this.takeover.querySelector(".tk-panel")) {
+        const a = document.activeElement;
+        if (!a || a === document.body || !a.isConnected) this.input.focus({ preventScroll: true });
+      }
+    }).observe(this.takeover, { childList: true });
+  }
+
+  /** Focuses a panel's primary control: "Allow once" on an approval, the
+   * first choice of a question. */
+  focusPanel(panel) {
+    const target = panel.querySelector("[data-focus]") || panel.querySelector("input, textarea, button");
+    target?.focus({ preventScroll: true });
   }
 
   get running() {
@@ -160,6 +199,9 @@ export class Controls {
           .catch(() => panel.classList.remove("busy"));
         break;
       }
+      case "revoke-tool":
+        this.call("approvals.revoke", { tool: b.dataset.tool }).catch(() => {});
+        break;
       case "queue-remove":
         this.call("inbox.remove", { item }).catch(() => {});
         break;
@@ -210,7 +252,37 @@ export class Controls {
           if (p.dataset.interaction === msg.interaction?.id) p.remove();
         }
         break;
+      case "approvals/allowed":
+        this.renderAllowed(msg.tools || []);
+        break;
     }
+  }
+
+  /** Shows the tools allowed for this session ("Allow … for this
+   * session"), each with a button that revokes it, above the composer. */
+  renderAllowed(tools) {
+    if (!this.canWrite || !this.form) return;
+    let line = this.chat.querySelector("#allowed-tools");
+    if (!line) {
+      line = document.createElement("div");
+      line.id = "allowed-tools";
+      line.className = "allowed-tools";
+      this.form.before(line);
+    }
+    const items = tools.map((tool) => {
+      const chip = document.createElement("span");
+      chip.className = "allowed-tool";
+      chip.dataset.tool = tool;
+      const name = document.createElement("code");
+      name.textContent = tool;
+      const revoke = button("✕", "revoke-tool", `Stop allowing ${tool} for this session`);
+      revoke.dataset.tool = tool;
+      revoke.title = `Ask again before each ${tool} call`;
+      chip.append(name, revoke);
+      return chip;
+    });
+    line.replaceChildren(span("allowed-label muted", "Allowed this session:"), ...items);
+    line.hidden = tools.length === 0;
   }
 
   setStatus(status) {
