@@ -232,16 +232,33 @@ func (c *Client) Compact(ctx context.Context, id string) (CompactResult, error) 
 	return r, c.do(ctx, http.MethodPost, sessionPath(id, "compact"), nil, &r)
 }
 
-// Approve allows or denies a pending approval.
+// Approve allows (once) or denies a pending approval.
 func (c *Client) Approve(ctx context.Context, id, approval string, allow bool) error {
-	return c.do(ctx, http.MethodPost, sessionPath(id, "approvals", approval), map[string]string{"decision": decision(allow)}, nil)
+	return c.Decide(ctx, id, approval, decision(allow))
 }
 
-func decision(allow bool) string {
+// ApproveSession allows a pending approval and every later call of the
+// same tool in the session, until RevokeTool.
+func (c *Client) ApproveSession(ctx context.Context, id, approval string) error {
+	return c.Decide(ctx, id, approval, DecisionAllowSession)
+}
+
+// Decide answers a pending approval with d.
+func (c *Client) Decide(ctx context.Context, id, approval string, d Decision) error {
+	return c.do(ctx, http.MethodPost, sessionPath(id, "approvals", approval), map[string]string{"decision": string(d)}, nil)
+}
+
+// RevokeTool ends "allow for this session" for tool: its calls ask again.
+// Revoking a tool that is not allowed succeeds and changes nothing.
+func (c *Client) RevokeTool(ctx context.Context, id, tool string) error {
+	return c.do(ctx, http.MethodDelete, sessionPath(id, "approvals", "tools", tool), nil, nil)
+}
+
+func decision(allow bool) Decision {
 	if allow {
-		return "allow"
+		return DecisionAllow
 	}
-	return "deny"
+	return DecisionDeny
 }
 
 // Answer answers a pending question batch.
@@ -307,4 +324,38 @@ func (c *Client) RevokeShareLink(ctx context.Context, id, linkID string) error {
 func (c *Client) Providers(ctx context.Context) (Providers, error) {
 	var p Providers
 	return p, c.do(ctx, http.MethodGet, "/api/providers", nil, &p)
+}
+
+// WorkspaceRoot is a directory whose subdirectories a user may open as a
+// session's workspace.
+type WorkspaceRoot struct {
+	Path   string   `json:"path"`
+	Users  []string `json:"users,omitempty"`
+	Shared bool     `json:"shared,omitempty"`
+}
+
+// WorkspaceDir is a directory the workspace picker offers.
+type WorkspaceDir struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+	Git  bool   `json:"git,omitempty"`
+}
+
+// WorkspaceRoots lists the roots the caller may open directories under.
+func (c *Client) WorkspaceRoots(ctx context.Context) ([]WorkspaceRoot, error) {
+	var out struct {
+		Roots []WorkspaceRoot `json:"roots"`
+	}
+	err := c.do(ctx, http.MethodGet, "/api/workspace/roots", nil, &out)
+	return out.Roots, err
+}
+
+// BrowseWorkspace lists the subdirectories of a root (or a directory under
+// one) the caller may use.
+func (c *Client) BrowseWorkspace(ctx context.Context, path string) ([]WorkspaceDir, error) {
+	var out struct {
+		Dirs []WorkspaceDir `json:"dirs"`
+	}
+	err := c.do(ctx, http.MethodGet, "/api/workspace/browse?path="+url.QueryEscape(path), nil, &out)
+	return out.Dirs, err
 }

@@ -17,6 +17,7 @@ const (
 	ChInteractionRequested = "interaction/requested"
 	ChInteractionResolved  = "interaction/resolved"
 	ChAllowed              = "approvals/allowed"
+	ChWorkspace            = "workspace/progress"
 	ChAgentError           = "agent/error"
 	ChSessionsChanged      = "sessions/changed"
 	ChError                = "error"
@@ -43,6 +44,9 @@ type Push struct {
 	Reason      string       `json:"reason,omitempty"`
 	// Tools are the tools allowed for the session (approvals/allowed).
 	Tools []string `json:"tools,omitempty"`
+	// Workspace is a step of the workspace's preparation
+	// (workspace/progress).
+	Workspace *WorkspaceProgress `json:"workspace,omitempty"`
 	// Failure is agent/error's failure; Error is the coded error of error
 	// and session/closed pushes.
 	Failure *Failure `json:"-"`
@@ -133,4 +137,16 @@ func (w *wireFrame) push(p *Push, raw json.RawMessage) error {
 		return json.Unmarshal(w.Err, p.Error)
 	}
 	return nil
+}
+
+// WorkspaceProgress is a step of a workspace being prepared (a clone), or
+// its end (Done; Failed says why).
+type WorkspaceProgress struct {
+	Kind    string `json:"kind"`
+	Source  string `json:"source"`
+	Phase   string `json:"phase,omitempty"`
+	Percent int    `json:"percent,omitempty"`
+	Line    string `json:"line,omitempty"`
+	Done    bool   `json:"done,omitempty"`
+	Failed  string `json:"failed,omitempty"`
 }

@@ -26,6 +26,25 @@ type SessionRow struct {
 	Role      string    `json:"role"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	Workspace Workspace `json:"workspace"`
+}
+
+// Workspace is where a session's tools work.
+type Workspace struct {
+	Kind   string `json:"kind"` // fresh | dir | clone | fork
+	Path   string `json:"path"`
+	Source string `json:"source,omitempty"`
+	// State is "" when ready, "preparing" while a clone runs, "failed".
+	State   string `json:"state,omitempty"`
+	Network bool   `json:"network"`
+}
+
+// WorkspaceRequest says where a new session works; the zero value is a
+// fresh empty directory.
+type WorkspaceRequest struct {
+	Kind   string `json:"kind,omitempty"`   // fresh | dir | clone
+	Path   string `json:"path,omitempty"`   // dir: an absolute directory under a workspace root
+	Source string `json:"source,omitempty"` // clone: an https URL on an allowed host, or a local repository
 }
 
 // Session is one session in full.
@@ -35,6 +54,9 @@ type Session struct {
 	Queue        Queue         `json:"queue"`
 	Interactions []Interaction `json:"interactions"`
 	Context      ContextMeter  `json:"context"`
+	// AllowedTools are the tools allowed for the session (approved with
+	// DecisionAllowSession and not revoked), sorted.
+	AllowedTools []string `json:"allowedTools"`
 }
 
 // ContextMeter is how full a session's context window is: the size of its
@@ -69,6 +91,10 @@ type NewSession struct {
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Mode     string `json:"mode,omitempty"` // read-only | ask | auto
+	// Workspace says where the session works (default: a fresh directory).
+	Workspace WorkspaceRequest `json:"workspace,omitzero"`
+	// Prompt is a first message, sent once the workspace is ready.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // ListOptions select sessions.
@@ -86,6 +112,8 @@ type Patch struct {
 	Mode     *string `json:"mode,omitempty"`
 	Provider *string `json:"provider,omitempty"`
 	Model    *string `json:"model,omitempty"`
+	// Network lets the session's tools use the network (admins only).
+	Network *bool `json:"network,omitempty"`
 }
 
 // Event is one durable log event.
@@ -166,7 +194,38 @@ type Interaction struct {
 	Questions []Question `json:"questions,omitempty"`
 	Outcome   string     `json:"outcome,omitempty"`
 	By        *Actor     `json:"by,omitempty"`
+	// Preview is what an approved call would do: a diff or a command.
+	Preview *ApprovalPreview `json:"preview,omitempty"`
 }
+
+// ApprovalPreview is what an approval's call would do: kind "diff" (Path,
+// Diff, Added, Removed, Truncated, Created) or "command" (Command,
+// Description).
+type ApprovalPreview struct {
+	Kind        string `json:"kind"`
+	Path        string `json:"path,omitempty"`
+	Diff        string `json:"diff,omitempty"`
+	Added       int    `json:"added,omitempty"`
+	Removed     int    `json:"removed,omitempty"`
+	Truncated   bool   `json:"truncated,omitempty"`
+	Created     bool   `json:"created,omitempty"`
+	Command     string `json:"command,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Decision answers an approval.
+type Decision string
+
+// Decisions.
+const (
+	// DecisionAllow runs the call once.
+	DecisionAllow Decision = "allow"
+	// DecisionAllowSession runs the call and, without asking, every later
+	// call of the same tool in the session until RevokeTool.
+	DecisionAllowSession Decision = "allow-session"
+	// DecisionDeny rejects the call.
+	DecisionDeny Decision = "deny"
+)
 
 // Question is one question of a batch.
 type Question struct {

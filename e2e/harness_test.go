@@ -60,6 +60,8 @@ type server struct {
 type serverOpts struct {
 	providers []llm.Provider
 	demo      []fake.Option
+	// config adjusts the server's configuration (workspace roots, ...).
+	config func(*config.Config)
 }
 
 // Passwords of the users every server has.
@@ -77,7 +79,12 @@ func newServer(t *testing.T, o serverOpts) *server {
 	if demo == nil {
 		demo = []fake.Option{fake.WithChunkDelay(3 * time.Millisecond)}
 	}
-	a := testkit.StartApp(t, func(c *config.Config) { c.AdminPassword = adminPass }, app.Options{
+	a := testkit.StartApp(t, func(c *config.Config) {
+		c.AdminPassword = adminPass
+		if o.config != nil {
+			o.config(c)
+		}
+	}, app.Options{
 		Providers:   o.providers,
 		DemoOptions: demo,
 	})

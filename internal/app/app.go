@@ -25,10 +25,12 @@ import (
 	"harness/internal/metrics"
 	"harness/internal/models"
 	"harness/internal/render"
+	"harness/internal/sandbox"
 	"harness/internal/service"
 	"harness/internal/session"
 	"harness/internal/tools"
 	"harness/internal/web"
+	"harness/internal/workspace"
 	"harness/internal/ws"
 )
 
@@ -72,7 +74,12 @@ type App struct {
 	Render *render.Renderer
 	// Routes applies admin-configured model routes and preferences.
 	Routes *web.ModelRoutes
-	Web    *web.Server
+	// Settings are the admin's stored settings (routes, roots, hosts).
+	Settings *models.SettingsStore
+	// Sandbox confines tool processes; Workspaces places sessions' files.
+	Sandbox    *sandbox.Sandbox
+	Workspaces *workspace.Manager
+	Web        *web.Server
 
 	stopDemo func()
 }
@@ -91,7 +98,8 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		}
 	}()
 
-	if err := os.MkdirAll(a.WorkspaceRoot(), 0o755); err != nil {
+	// The data directory holds the database and the secret key: private.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
 	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN})
@@ -118,6 +126,14 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		authOpts = *opts.AuthOptions
 	}
 	a.Auth = auth.NewService(log, models.NewAuthStore(db), authOpts)
+	settings, err := a.settingsStore(ctx, opts.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	a.Settings = settings
+	if err := a.setupWorkspaces(ctx); err != nil {
+		return nil, err
+	}
 
 	if err := a.setupProviders(ctx, opts); err != nil {
 		return nil, err
@@ -133,13 +149,14 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		VerifyRequests: opts.VerifyRequests,
 		OnLoad:         compact.OnLoad,
 		Observer:       a.Metrics.Observer(),
+		Confiner:       a.Workspaces,
 	})
 	// One meter for the automatic triggers, the service and the renderer,
 	// so they share its incremental folds.
 	copts := compact.Options{Logger: log, Meter: compact.NewMeter()}
 	compact.Install(a.Manager, copts)
 	a.Service = service.New(service.Deps{
-		Log: log, Store: a.Store, Manager: a.Manager, Auth: a.Auth, WorkspaceRoot: a.WorkspaceRoot(),
+		Log: log, Store: a.Store, Manager: a.Manager, Auth: a.Auth, Workspaces: a.Workspaces, Settings: a.Settings,
 		Compaction: copts,
 	})
 	a.Render = render.NewRenderer(render.NewMarkdown(), render.RendererOptions{Logs: a.liveLog, Context: a.liveContext})
@@ -148,7 +165,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		renderer = a.Render
 	}
 	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Renderer: renderer, Options: opts.WS})
-	a.Routes = web.NewModelRoutes(log, a.Providers, models.NewSettingsStore(db))
+	a.Routes = web.NewModelRoutes(log, a.Providers, settings)
 	if err := a.Routes.Load(ctx); err != nil {
 		return nil, fmt.Errorf("model routes from settings: %w", err)
 	}
@@ -228,7 +245,8 @@ func (a *App) liveContext(id string) (render.ContextFigures, bool) {
 	return render.ContextFigures{Tokens: m.Tokens, Window: m.Window}, ok
 }
 
-// WorkspaceRoot is the directory holding one workspace per session.
+// WorkspaceRoot is the directory holding fresh workspaces (one per
+// session).
 func (a *App) WorkspaceRoot() string { return filepath.Join(a.Config.DataDir, "workspaces") }
 
 // Handler serves every route.
@@ -241,6 +259,9 @@ func (a *App) Close(ctx context.Context) error {
 	var errs []error
 	if a.Hub != nil {
 		errs = append(errs, a.Hub.Close(ctx))
+	}
+	if a.Service != nil {
+		a.Service.Close() // background clones stop; they resume at the next start
 	}
 	if a.Manager != nil {
 		errs = append(errs, a.Manager.Shutdown(ctx))

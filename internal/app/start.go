@@ -8,8 +8,9 @@ import (
 
 // Start runs the start-up checks in order: with no users, create the first
 // admin from HARNESS_ADMIN_PASSWORD or log a one-time setup link; refuse a
-// non-loopback bind unless a user with a password exists; then resume
-// sessions with queued input.
+// non-loopback bind unless a user with a password exists; then find
+// workspaces stored with a relative path again, restart interrupted clones
+// and resume sessions with queued input.
 func (a *App) Start(ctx context.Context) error {
 	path, err := a.Auth.Bootstrap(ctx, a.Config.AdminPassword)
 	if err != nil {
@@ -22,6 +23,9 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	if err := a.Auth.CheckExposure(ctx, a.Config.Loopback()); err != nil {
 		return fmt.Errorf("listen on %s: %w; create one with `user add NAME --admin` or set HARNESS_ADMIN_PASSWORD, or bind 127.0.0.1", a.Config.Addr, err)
+	}
+	if err := a.Service.ResumeWorkspaces(ctx); err != nil {
+		a.Log.Error("resume workspaces", "err", err)
 	}
 	if err := a.Manager.Resume(ctx); err != nil {
 		a.Log.Error("resume sessions with queued input", "err", err)

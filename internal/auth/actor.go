@@ -36,6 +36,10 @@ const (
 	ViaCookie Via = "cookie"
 	ViaToken  Via = "token"
 	ViaShare  Via = "share"
+	// ViaServer: the server acts for a user on its own initiative (a
+	// message the user wrote earlier, sent when it can be); there is no
+	// credential to re-check, but the account must still be enabled.
+	ViaServer Via = "server"
 )
 
 // Actor is who is asking. A nil *Actor is anonymous.

@@ -19,9 +19,11 @@ import (
 	"harness/internal/llm/fake"
 	"harness/internal/llm/openai"
 	"harness/internal/models"
+	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/session"
 	"harness/internal/testkit"
 	"harness/internal/tools"
+	"harness/internal/workspace"
 )
 
 // harness is one agent on real parts: a SQLite store in a temp dir with the
@@ -92,7 +94,7 @@ func newHarness(t *testing.T, cfg config) *harness {
 	}
 	h.opts.Logger = logger
 	h.opts.Providers = h.reg
-	h.mopts = driver.Options{Providers: h.reg, Tools: treg, VerifyRequests: true, OnLoad: compact.OnLoad}
+	h.mopts = driver.Options{Providers: h.reg, Tools: treg, VerifyRequests: true, OnLoad: compact.OnLoad, Confiner: workspace.Plain{Sandbox: sandboxtest.Shared(t)}}
 	h.start()
 	t.Cleanup(h.shutdown)
 

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"harness/internal/sandbox"
 )
 
 // Config is everything cmd/web needs to start.
@@ -34,7 +36,36 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// IdleUnload is how long an idle agent stays in memory.
 	IdleUnload time.Duration
+
+	// Sandbox confines tool processes: HARNESS_SANDBOX (mode),
+	// HARNESS_SANDBOX_USER (uid[:gid] when root), HARNESS_SANDBOX_READONLY
+	// (extra read-only paths, colon-separated), HARNESS_SANDBOX_LIMITS
+	// (cpu=600,mem=4G,procs=512,fsize=2G,files=4096).
+	Sandbox sandbox.Config
+	// WorkspaceRoots are directories whose subdirectories users may open as
+	// session workspaces (HARNESS_WORKSPACE_ROOTS); admins add more in
+	// Settings.
+	WorkspaceRoots []WorkspaceRoot
+	// GitHosts are the hosts a session may clone from over https
+	// (HARNESS_GIT_HOSTS, comma-separated); local repositories under a
+	// workspace root the user may use are always allowed.
+	GitHosts []string
+	// ForkCopyMax caps the size of a workspace a fork copies
+	// (HARNESS_FORK_COPY_MAX, e.g. 1G; 0 never copies).
+	ForkCopyMax int64
 }
+
+// WorkspaceRoot is a directory whose subdirectories may be opened as
+// workspaces. Users empty means every user; Shared lets several sessions
+// use one directory at once.
+type WorkspaceRoot struct {
+	Path   string   `json:"path"`
+	Users  []string `json:"users,omitempty"`
+	Shared bool     `json:"shared,omitempty"`
+}
+
+// DefaultForkCopyMax is the largest workspace a fork copies by default.
+const DefaultForkCopyMax = 1 << 30
 
 // Getenv reads one environment variable (os.Getenv in main, a map in tests).
 type Getenv func(string) string
@@ -53,6 +84,27 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	}
 	level := envOr(getenv, "HARNESS_LOG_LEVEL", "info")
 	origins := getenv("HARNESS_TRUSTED_ORIGINS")
+	var sbErrs []error
+	if err := parseSandbox(&c.Sandbox, getenv); err != nil {
+		sbErrs = append(sbErrs, err)
+	}
+	roots, err := ParseWorkspaceRoots(getenv("HARNESS_WORKSPACE_ROOTS"))
+	if err != nil {
+		sbErrs = append(sbErrs, err)
+	}
+	c.WorkspaceRoots = roots
+	c.GitHosts = splitList(getenv("HARNESS_GIT_HOSTS"), ",")
+	c.ForkCopyMax = DefaultForkCopyMax
+	if v := getenv("HARNESS_FORK_COPY_MAX"); v != "" {
+		n, err := ParseSize(v)
+		if err != nil {
+			sbErrs = append(sbErrs, fmt.Errorf("HARNESS_FORK_COPY_MAX: %w", err))
+		}
+		c.ForkCopyMax = n
+	}
+	if err := errors.Join(sbErrs...); err != nil {
+		return Config{}, err
+	}
 
 	fs := flag.NewFlagSet("web", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (HARNESS_ADDR)")
@@ -74,6 +126,16 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		if o = strings.TrimSpace(o); o != "" {
 			c.TrustedOrigins = append(c.TrustedOrigins, strings.TrimRight(o, "/"))
 		}
+	}
+	// A relative data directory is made absolute once, here: workspace paths
+	// are stored and handed to the sandbox, and must not depend on the
+	// directory the server happens to start in.
+	if c.DataDir != "" && !filepath.IsAbs(c.DataDir) {
+		abs, err := filepath.Abs(c.DataDir)
+		if err != nil {
+			return Config{}, fmt.Errorf("data directory %q: %w", c.DataDir, err)
+		}
+		c.DataDir = abs
 	}
 	if c.DBDriver == "sqlite" && c.DBDSN == "" {
 		c.DBDSN = filepath.Join(c.DataDir, "harness.db")
@@ -110,6 +172,17 @@ func (c Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown timeout must be positive"))
 	}
+	if err := c.Sandbox.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, r := range c.WorkspaceRoots {
+		if !filepath.IsAbs(r.Path) {
+			errs = append(errs, fmt.Errorf("workspace root %q must be an absolute path", r.Path))
+		}
+	}
+	if c.ForkCopyMax < 0 {
+		errs = append(errs, errors.New("the fork copy cap must not be negative"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -131,4 +204,119 @@ func envOr(getenv Getenv, key, def string) string {
 		return v
 	}
 	return def
+}
+
+// parseSandbox reads the sandbox variables.
+func parseSandbox(sc *sandbox.Config, getenv Getenv) error {
+	var errs []error
+	mode, err := sandbox.ParseMode(getenv("HARNESS_SANDBOX"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("HARNESS_SANDBOX: %w", err))
+	}
+	sc.Mode = mode
+	if v := getenv("HARNESS_SANDBOX_USER"); v != "" {
+		uid, gid, err := sandbox.ParseIdentity(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("HARNESS_SANDBOX_USER: %w", err))
+		}
+		sc.UID, sc.GID = uid, gid
+	}
+	sc.ReadOnly = splitList(getenv("HARNESS_SANDBOX_READONLY"), ":")
+	if v := getenv("HARNESS_SANDBOX_LIMITS"); v != "" {
+		l, err := parseLimits(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("HARNESS_SANDBOX_LIMITS: %w", err))
+		}
+		sc.Limits = l
+	}
+	return errors.Join(errs...)
+}
+
+// parseLimits reads "cpu=600,mem=4G,procs=512,fsize=2G,files=4096"; keys
+// left out keep their defaults.
+func parseLimits(s string) (sandbox.Limits, error) {
+	var l sandbox.Limits
+	for _, kv := range splitList(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return l, fmt.Errorf("%q: want key=value", kv)
+		}
+		n, err := ParseSize(v)
+		if err != nil || n <= 0 {
+			return l, fmt.Errorf("%q: want a positive number", kv)
+		}
+		switch strings.TrimSpace(k) {
+		case "cpu":
+			l.CPUSeconds = uint64(n)
+		case "mem":
+			l.MemoryBytes = uint64(n)
+		case "procs":
+			l.Processes = uint64(n)
+		case "fsize":
+			l.FileSizeBytes = uint64(n)
+		case "files":
+			l.OpenFiles = uint64(n)
+		default:
+			return l, fmt.Errorf("unknown limit %q: want cpu, mem, procs, fsize or files", k)
+		}
+	}
+	return l, nil
+}
+
+// ParseSize reads a byte count with an optional K, M, G or T suffix
+// (powers of 1024).
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}} {
+		if rest, ok := strings.CutSuffix(strings.TrimSuffix(s, "B"), u.suffix); ok {
+			s, mult = rest, u.m
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != s {
+		return 0, fmt.Errorf("size %q: want a number with an optional K, M, G or T", s)
+	}
+	return n * mult, nil
+}
+
+// ParseWorkspaceRoots reads HARNESS_WORKSPACE_ROOTS: entries separated by
+// ";", each a path optionally followed by "?users=alice,bob&shared=1".
+func ParseWorkspaceRoots(s string) ([]WorkspaceRoot, error) {
+	var out []WorkspaceRoot
+	for _, entry := range splitList(s, ";") {
+		path, query, _ := strings.Cut(entry, "?")
+		r := WorkspaceRoot{Path: filepath.Clean(strings.TrimSpace(path))}
+		if !filepath.IsAbs(r.Path) {
+			return nil, fmt.Errorf("HARNESS_WORKSPACE_ROOTS: %q is not an absolute path", path)
+		}
+		for _, kv := range splitList(query, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "users":
+				r.Users = splitList(v, ",")
+			case "shared":
+				r.Shared = v == "1" || v == "true" || v == "yes"
+			default:
+				return nil, fmt.Errorf("HARNESS_WORKSPACE_ROOTS: %q: unknown option %q (want users or shared)", entry, k)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// splitList splits s on sep, trimming blanks and dropping empty items.
+func splitList(s, sep string) []string {
+	var out []string
+	for _, p := range strings.Split(s, sep) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -2,9 +2,12 @@ package config
 
 import (
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"harness/internal/sandbox"
 )
 
 func env(m map[string]string) Getenv { return func(k string) string { return m[k] } }
@@ -21,11 +24,15 @@ func TestLoad(t *testing.T) {
 		{
 			name: "defaults",
 			check: func(t *testing.T, c Config) {
-				if c.Addr != "127.0.0.1:8080" || c.DataDir != "data" || c.DBDriver != "sqlite" {
+				wd, _ := os.Getwd()
+				if c.Addr != "127.0.0.1:8080" || c.DataDir != filepath.Join(wd, "data") || c.DBDriver != "sqlite" {
 					t.Fatalf("defaults: %+v", c)
 				}
-				if c.DBDSN != filepath.Join("data", "harness.db") {
+				if c.DBDSN != filepath.Join(wd, "data", "harness.db") {
 					t.Fatalf("sqlite dsn = %q", c.DBDSN)
+				}
+				if c.Sandbox.Mode != sandbox.ModeAuto || c.ForkCopyMax != DefaultForkCopyMax || len(c.WorkspaceRoots) != 0 {
+					t.Fatalf("sandbox defaults: %+v", c)
 				}
 				if !c.Loopback() {
 					t.Fatal("default addr must be loopback")
@@ -45,6 +52,42 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "sandbox, roots, git hosts and fork cap",
+			env: map[string]string{
+				"HARNESS_DATA_DIR":         "rel/dir",
+				"HARNESS_SANDBOX":          "landlock",
+				"HARNESS_SANDBOX_READONLY": "/opt/tools:/srv/ref",
+				"HARNESS_SANDBOX_LIMITS":   "cpu=30,mem=1G,procs=64,fsize=10M,files=256",
+				"HARNESS_WORKSPACE_ROOTS":  "/srv/projects; /srv/team?users=alice,bob&shared=1",
+				"HARNESS_GIT_HOSTS":        "github.com, git.example.com:8443",
+				"HARNESS_FORK_COPY_MAX":    "256M",
+			},
+			check: func(t *testing.T, c Config) {
+				wd, _ := os.Getwd()
+				if c.DataDir != filepath.Join(wd, "rel", "dir") {
+					t.Errorf("data dir %q is not absolute", c.DataDir)
+				}
+				want := sandbox.Limits{CPUSeconds: 30, MemoryBytes: 1 << 30, Processes: 64, FileSizeBytes: 10 << 20, OpenFiles: 256}
+				if c.Sandbox.Mode != sandbox.ModeLandlock || c.Sandbox.Limits != want || strings.Join(c.Sandbox.ReadOnly, " ") != "/opt/tools /srv/ref" {
+					t.Errorf("sandbox %+v", c.Sandbox)
+				}
+				if len(c.WorkspaceRoots) != 2 || c.WorkspaceRoots[0].Path != "/srv/projects" || c.WorkspaceRoots[0].Shared ||
+					c.WorkspaceRoots[1].Path != "/srv/team" || strings.Join(c.WorkspaceRoots[1].Users, ",") != "alice,bob" || !c.WorkspaceRoots[1].Shared {
+					t.Errorf("roots %+v", c.WorkspaceRoots)
+				}
+				if strings.Join(c.GitHosts, " ") != "github.com git.example.com:8443" || c.ForkCopyMax != 256<<20 {
+					t.Errorf("git hosts %q, fork cap %d", c.GitHosts, c.ForkCopyMax)
+				}
+			},
+		},
+		{name: "bad sandbox mode", env: map[string]string{"HARNESS_SANDBOX": "maybe"}, wantErr: "HARNESS_SANDBOX"},
+		{name: "bad sandbox user", env: map[string]string{"HARNESS_SANDBOX_USER": "root"}, wantErr: "HARNESS_SANDBOX_USER"},
+		{name: "bad limits", env: map[string]string{"HARNESS_SANDBOX_LIMITS": "cpu=lots"}, wantErr: "HARNESS_SANDBOX_LIMITS"},
+		{name: "unknown limit", env: map[string]string{"HARNESS_SANDBOX_LIMITS": "gpu=1"}, wantErr: "unknown limit"},
+		{name: "relative root", env: map[string]string{"HARNESS_WORKSPACE_ROOTS": "projects"}, wantErr: "absolute"},
+		{name: "bad root option", env: map[string]string{"HARNESS_WORKSPACE_ROOTS": "/srv?who=me"}, wantErr: "unknown option"},
+		{name: "bad fork cap", env: map[string]string{"HARNESS_FORK_COPY_MAX": "big"}, wantErr: "HARNESS_FORK_COPY_MAX"},
 		{name: "bad addr", env: map[string]string{"HARNESS_ADDR": "nope"}, wantErr: "addr"},
 		{name: "postgres without dsn", env: map[string]string{"HARNESS_DB_DRIVER": "postgres"}, wantErr: "HARNESS_DB_DSN"},
 		{name: "unknown driver", args: []string{"-db-driver", "mysql"}, wantErr: "mysql"},
@@ -77,6 +120,20 @@ func TestLoopback(t *testing.T) {
 	} {
 		if got := (Config{Addr: addr}).Loopback(); got != want {
 			t.Errorf("%s: loopback = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{"0": 0, "512": 512, "4K": 4096, "10m": 10 << 20, "2G": 2 << 30, "1GB": 1 << 30, "1T": 1 << 40} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1.5G", "12Q", "G"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q): no error", bad)
 		}
 	}
 }

@@ -16,9 +16,11 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
+	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/session"
 	"harness/internal/testkit"
 	"harness/internal/tools"
+	"harness/internal/workspace"
 )
 
 // harness is one agent on real parts: a SQLite store in a temp dir, the
@@ -101,13 +103,17 @@ func newHarness(t testing.TB, script fake.Script, opts ...harnessOpt) *harness {
 	if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mopts := driver.Options{Providers: reg, Tools: treg, VerifyRequests: true, MaxParallelTools: cfg.maxParallel}
+	mopts := driver.Options{Providers: reg, Tools: treg, VerifyRequests: true, MaxParallelTools: cfg.maxParallel, Confiner: workspace.Plain{Sandbox: sandboxtest.Shared(t)}}
 	if cfg.managerOpts != nil {
 		cfg.managerOpts(&mopts)
 	}
 	mgr := driver.NewManager(logger, driverstore.Store{S: st}, mopts)
 	h := &harness{t: t, ctx: ctx, fake: srv, store: st, mgr: mgr, dir: dir, ws: filepath.Join(dir, "ws"), live: &liveRecorder{}, route: route, logger: logger, mopts: mopts}
 	if err := os.MkdirAll(h.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The workspace belongs to the tools' user, as the server makes it.
+	if err := sandboxtest.Shared(t).Own(h.ws); err != nil {
 		t.Fatal(err)
 	}
 	cancelLive := mgr.SubscribeLive(h.live.record)

@@ -31,6 +31,12 @@ const (
 	// LiveTitle: the session's title changed (a person renamed it, or the
 	// first prompt gave it one), for session lists.
 	LiveTitle LiveKind = "agent/title"
+	// LiveAllowed: the tools allowed for the session changed (a whole
+	// snapshot in Tools).
+	LiveAllowed LiveKind = "approvals/allowed"
+	// LiveWorkspace: a step of the session's workspace being prepared (a
+	// clone's progress), or its end.
+	LiveWorkspace LiveKind = "workspace/progress"
 )
 
 // LiveEvent is one live notification about an agent. Durable facts travel as
@@ -44,6 +50,10 @@ type LiveEvent struct {
 	Queue       *Queue       `json:"queue,omitempty"`
 	Interaction *Interaction `json:"interaction,omitempty"`
 	Error       *llm.Failure `json:"error,omitempty"`
+	// Tools are the tools allowed for the session (LiveAllowed).
+	Tools []string `json:"tools,omitempty"`
+	// Workspace is a workspace preparation step (LiveWorkspace).
+	Workspace *WorkspaceProgress `json:"workspace,omitempty"`
 }
 
 // Queue is a whole snapshot of an agent's pending inbox.
@@ -75,6 +85,8 @@ type Interaction struct {
 	// Set when resolved.
 	Outcome string         `json:"outcome,omitempty"`
 	By      *session.Actor `json:"by,omitempty"`
+	// Preview is what an approved call would do (from approval/asked).
+	Preview *session.ApprovalPreview `json:"preview,omitempty"`
 }
 
 // bus fans live events out to listeners. Listeners are called synchronously,

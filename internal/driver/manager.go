@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -61,6 +62,16 @@ type Options struct {
 	OnLoad func(l *session.Log) error
 	// Observer receives metrics events; nil means none.
 	Observer Observer
+	// Confiner builds the commands tool processes run in (the sandbox);
+	// nil refuses every tool process.
+	Confiner Confiner
+}
+
+// Confiner confines the processes a session's tools start to that
+// session's sandbox (workspace, private temporary directory, network
+// policy, limits).
+type Confiner interface {
+	Command(ctx context.Context, sessionID, workspace string, p tools.Process) (*exec.Cmd, error)
 }
 
 // ToolHooks are pipeline hooks applied to every agent's tool calls.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 
 	"harness/internal/llm"
+	"harness/internal/sandbox"
 	"harness/internal/session"
 	"harness/internal/tools"
 )
@@ -63,6 +65,17 @@ type toolEnv struct {
 
 func (e *toolEnv) Workspace() string { return e.a.workspace }
 
+// errNoConfiner refuses tool processes when no sandbox was wired in.
+var errNoConfiner = fmt.Errorf("%w: this server has no sandbox configured", sandbox.ErrUnavailable)
+
+func (e *toolEnv) Command(ctx context.Context, p tools.Process) (*exec.Cmd, error) {
+	c := e.a.m.opts.Confiner
+	if c == nil {
+		return nil, errNoConfiner
+	}
+	return c.Command(ctx, e.a.id, e.a.workspace, p)
+}
+
 func (e *toolEnv) PermissionMode() session.PermissionMode { return e.a.log.State().Mode }
 
 func (e *toolEnv) Emit(t session.Type, data any) error {
@@ -70,8 +83,8 @@ func (e *toolEnv) Emit(t session.Type, data any) error {
 	return err
 }
 
-func (e *toolEnv) Approve(ctx context.Context, call *tools.Call, reason string) session.ApprovalOutcome {
-	return e.a.requestApproval(ctx, e.turn, call, reason)
+func (e *toolEnv) Approve(ctx context.Context, call *tools.Call, reason string, preview *session.ApprovalPreview) session.ApprovalOutcome {
+	return e.a.requestApproval(ctx, e.turn, call, reason, preview)
 }
 
 func (e *toolEnv) Ask(ctx context.Context, call *tools.Call, qs []session.Question) ([]session.Answer, error) {

@@ -3,7 +3,6 @@ package driver_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,27 +257,25 @@ func TestAskUser(t *testing.T) {
 }
 
 // Cancelling during `sleep 30` ends the turn quickly and kills the command's
-// whole process group.
+// whole process group: a background child that would leave a mark after
+// 0.8 s never does. (Process ids are not checked: the sandbox's PID
+// namespace keeps them from the host.)
 func TestCancelKillsShellProcessGroup(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, script(toolReply(call("c1", "bash", map[string]any{
-		"command": "echo $$ > pid; sleep 30 & sleep 30; wait", "description": "sleep"}))))
+		"command": "echo started > started; (sleep 0.8; touch survived) & sleep 30; wait", "description": "sleep"}))))
 	_ = h.agent.SetMode(h.ctx, session.ModeAuto, nil)
 	h.followup("sleep")
 	h.waitEvent(isType(session.TypeToolCall))
-	var pid int
 	deadline := time.Now().Add(10 * time.Second)
-	for pid == 0 && time.Now().Before(deadline) {
-		b, _ := os.ReadFile(filepath.Join(h.ws, "pid"))
-		if s := strings.TrimSpace(string(b)); s != "" {
-			if err := json.Unmarshal([]byte(s), &pid); err != nil {
-				t.Fatal(err)
-			}
+	for {
+		if _, err := os.Stat(filepath.Join(h.ws, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-	if pid == 0 {
-		t.Fatal("the command never started")
 	}
 	start := time.Now()
 	h.agent.Cancel(userCancel, false)
@@ -286,10 +283,9 @@ func TestCancelKillsShellProcessGroup(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("cancel took %v; the issue asks for under 5 s", took)
 	}
-	// Killed members may linger as zombies when their new parent (PID 1 in
-	// some containers) does not reap them; what matters is that none runs.
-	if alive := liveInGroup(t, pid); len(alive) > 0 {
-		t.Fatalf("processes of group %d still running: %v", pid, alive)
+	time.Sleep(1200 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(h.ws, "survived")); err == nil {
+		t.Fatal("a process of the cancelled command outlived it")
 	}
 	res := find[session.ToolResult](h, session.TypeToolResult)
 	if len(res) != 1 || !res[0].Message.Content[0].IsError || h.lastTurnEnd().Kind != session.ReasonAborted {
@@ -360,30 +356,6 @@ func TestCase45ToolContextsEnterNextStep(t *testing.T) {
 	if msgs[5].Text() != "note from c1" || msgs[6].Text() != "note from c2" {
 		t.Fatalf("contexts out of order: %q %q", msgs[5].Text(), msgs[6].Text())
 	}
-}
-
-// liveInGroup lists the non-zombie processes whose process group is pgid.
-func liveInGroup(t *testing.T, pgid int) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var alive []string
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may contain spaces.
-		s := string(b)
-		rest := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(rest) < 3 || rest[2] != fmt.Sprint(pgid) || rest[0] == "Z" || rest[0] == "X" {
-			continue
-		}
-		alive = append(alive, s[:strings.LastIndexByte(s, ')')+1])
-	}
-	return alive
 }
 
 // recordingObserver counts what the Observer is told.

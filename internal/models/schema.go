@@ -48,11 +48,25 @@ type Session struct {
 	OwnerID   string `gorm:"index:idx_sessions_owner_updated,priority:1;size:36;not null"`
 	Title     string `gorm:"size:255"`
 	Workspace string `gorm:"size:1024"` // absolute workspace directory
-	Provider  string `gorm:"size:64"`
-	Model     string `gorm:"size:128"`
-	Mode      string `gorm:"size:16"` // permission mode
-	ParentID  string `gorm:"index;size:36"`
-	ForkSeq   int64  // boundary seq in the parent, when forked
+	// WorkspaceKind is where the workspace came from: fresh, dir, clone or
+	// fork (empty in rows from before: fresh).
+	WorkspaceKind string `gorm:"size:16;not null;default:''"`
+	// WorkspaceSource is what it came from: the opened directory, the
+	// clone source, or the parent session's id.
+	WorkspaceSource string `gorm:"size:1024;not null;default:''"`
+	// WorkspaceState is "" when ready, "preparing" while a clone runs and
+	// "failed" when it did not.
+	WorkspaceState string `gorm:"size:16;not null;default:''"`
+	// PendingPrompt is the first message of a session whose workspace is
+	// being prepared; it is sent once the workspace is ready.
+	PendingPrompt string `gorm:"type:text;not null;default:''"`
+	// Network lets the session's tools use the network (set by an admin).
+	Network  bool   `gorm:"not null;default:false"`
+	Provider string `gorm:"size:64"`
+	Model    string `gorm:"size:128"`
+	Mode     string `gorm:"size:16"` // permission mode
+	ParentID string `gorm:"index;size:36"`
+	ForkSeq  int64  // boundary seq in the parent, when forked
 	// SeedLength is session.Header.SeedLength.
 	SeedLength int64
 	Archived   bool `gorm:"not null;default:false"`
@@ -108,16 +122,21 @@ type Setting struct {
 }
 
 // ProviderConfig is an admin-configured model route. APIKey is write-only:
-// it is never returned to a browser.
+// it is never returned to a browser. The column holds it sealed
+// (internal/secrets; 512 key bytes seal to about 730); SettingsStore
+// seals and opens it, and sets KeyError when a stored key cannot be opened.
 type ProviderConfig struct {
 	Name         string `gorm:"primaryKey;size:64"`
 	Kind         string `gorm:"size:16;not null"` // deepseek | openai
 	BaseURL      string `gorm:"size:512"`
-	APIKey       string `gorm:"size:512"`
+	APIKey       string `gorm:"size:1024"`
 	DefaultModel string `gorm:"size:128"`
 	Models       string `gorm:"type:text"` // JSON array of model ids
 	Enabled      bool   `gorm:"not null;default:true"`
 	UpdatedAt    time.Time
+	// KeyError, when set, says why the stored key could not be opened
+	// (wraps secrets.ErrCannotOpen); APIKey is then empty. Not a column.
+	KeyError error `gorm:"-"`
 }
 
 // AllModels lists every table, in migration order.

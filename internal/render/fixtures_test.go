@@ -19,9 +19,11 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
+	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/session"
 	"harness/internal/testkit"
 	"harness/internal/tools"
+	"harness/internal/workspace"
 )
 
 // -update-fixtures records testdata/sessions/*.jsonl again from real runs:
@@ -51,7 +53,7 @@ func newRecorder(t *testing.T, p llm.Provider) *recorder {
 	if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg})
+	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: workspace.Plain{Sandbox: sandboxtest.Shared(t)}})
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)

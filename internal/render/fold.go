@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"harness/internal/llm"
@@ -268,7 +269,8 @@ func (f *folder) apply(ev session.Event) {
 		if err == nil {
 			f.add(f.md.CompactionMarker(base, cs, f.triggers[cs.CompactionID]))
 		}
-	case session.TypePermissionMode, session.TypeModelSelected, session.TypeCompactionEnd:
+	case session.TypePermissionMode, session.TypeModelSelected, session.TypeCompactionEnd,
+		session.TypeWorkspaceReady, session.TypeWorkspaceFailed:
 		if it := SettingNotice(base, ev); it != nil {
 			f.add(it)
 		}
@@ -565,6 +567,53 @@ func SettingNotice(base Base, ev session.Event) Item {
 			return nil
 		}
 		return &NoticeItem{Base: b, Kind: NoticeCompaction, Text: "Compaction failed: " + safeMessage(c.Error)}
+	case session.TypeWorkspaceReady:
+		w, err := session.Decode[session.WorkspaceReady](ev)
+		if err != nil {
+			return nil
+		}
+		return &NoticeItem{Base: b, Kind: NoticeWorkspace, Text: workspaceReadyText(w)}
+	case session.TypeWorkspaceFailed:
+		w, err := session.Decode[session.WorkspaceFailed](ev)
+		if err != nil {
+			return nil
+		}
+		return &NoticeItem{Base: b, Kind: NoticeWorkspaceKO, Text: "The workspace could not be prepared: " + w.Error + " The session goes on in an empty workspace."}
 	}
 	return nil
+}
+
+// workspaceReadyText says how a workspace was prepared.
+func workspaceReadyText(w session.WorkspaceReady) string {
+	size := fmt.Sprintf("%d files, %s", w.Files, byteSize(w.Bytes))
+	switch w.Kind {
+	case "clone":
+		at := ""
+		if len(w.Commit) >= 12 {
+			at = " at " + w.Commit[:12]
+		}
+		if w.Branch != "" {
+			at = " (" + w.Branch + ")" + at
+		}
+		return "Workspace cloned from " + w.Source + at + ": " + size + "."
+	case "fork":
+		if w.Copied != nil && !*w.Copied {
+			return "The parent's workspace was not copied: " + w.Note + ". This fork starts with an empty workspace."
+		}
+		return "Workspace copied from the parent session: " + size + ", links kept as links."
+	}
+	return "Workspace ready: " + size + "."
+}
+
+// byteSize formats a byte count for notices.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

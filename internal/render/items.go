@@ -153,6 +153,8 @@ const (
 	NoticeMode        NoticeKind = "mode"
 	NoticeModel       NoticeKind = "model"
 	NoticeInterrupt   NoticeKind = "partial"
+	NoticeWorkspace   NoticeKind = "workspace"
+	NoticeWorkspaceKO NoticeKind = "workspace-failed"
 )
 
 // NoticeItem is a one-line notice (stopped, interrupted, max tokens,

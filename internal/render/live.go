@@ -180,7 +180,8 @@ func (r *Renderer) Render(ev session.Event, rc ws.RenderContext) (string, error)
 			return "", derr
 		}
 		err = f.upsertItems(r.md.CompactionMarker(base, cs, r.compactionTrigger(rc.Session, ev.Seq, cs.CompactionID)))
-	case session.TypePermissionMode, session.TypeModelSelected, session.TypeCompactionEnd:
+	case session.TypePermissionMode, session.TypeModelSelected, session.TypeCompactionEnd,
+		session.TypeWorkspaceReady, session.TypeWorkspaceFailed:
 		if it := SettingNotice(base, ev); it != nil {
 			err = f.upsertItems(it)
 		}

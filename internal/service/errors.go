@@ -33,7 +33,10 @@ const (
 	// CodeCompactionFailed: a manual compaction could not summarize (the
 	// model failed, or its summary was unusable); nothing was replaced.
 	CodeCompactionFailed Code = "compaction_failed"
-	CodeInternal         Code = "internal"
+	// CodeWorkspaceNotReady: the session's workspace is still being
+	// prepared (a clone); input waits until it is ready.
+	CodeWorkspaceNotReady Code = "workspace_not_ready"
+	CodeInternal          Code = "internal"
 )
 
 // HTTPStatus is the status a REST response carries for the code.
@@ -47,7 +50,7 @@ func (c Code) HTTPStatus() int {
 		return http.StatusForbidden
 	case CodeNotFound, CodeItemNotFound:
 		return http.StatusNotFound
-	case CodeConflict, CodeBusy, CodeNotPending, CodeOpenTurn:
+	case CodeConflict, CodeBusy, CodeNotPending, CodeOpenTurn, CodeWorkspaceNotReady:
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge

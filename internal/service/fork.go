@@ -7,6 +7,7 @@ import (
 
 	"harness/internal/auth"
 	"harness/internal/models"
+	"harness/internal/workspace"
 )
 
 // Fork starts a new session owned by a from the source's log prefix
@@ -36,14 +37,20 @@ func (s *Service) Fork(ctx context.Context, a *auth.Actor, id string, atSeq *int
 	}
 	parent := s.rowOf(src, auth.SessionRoleNone)
 	childID := uuid.NewString()
+	dir, err := s.ws.CreateFresh(childID)
+	if err != nil {
+		return Session{}, s.fail(ctx, "fork: create workspace", err)
+	}
 	row := &models.Session{
-		ID: childID, OwnerID: a.UserID, Title: parent.Title, Workspace: s.workspaceOf(childID),
+		ID: childID, OwnerID: a.UserID, Title: parent.Title, Workspace: dir,
+		WorkspaceKind: string(workspace.KindFork), WorkspaceSource: id,
 		Provider: parent.Provider, Model: parent.Model, Mode: string(parent.Mode),
 		ParentID: id, ForkSeq: int64(len(seed)) - 1, SeedLength: int64(len(seed)),
 	}
 	if err := s.newSession(ctx, row, seed); err != nil {
 		return Session{}, err
 	}
+	s.copyForFork(ctx, src, childID, dir)
 	s.log.InfoContext(ctx, "session forked", "session", childID, "parent", id, "at", row.ForkSeq, "owner", a.UserID)
 	s.emit(Change{Kind: ChangeUpdated, Session: childID})
 	return s.get(ctx, childID, auth.SessionRoleOwner)

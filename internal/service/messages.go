@@ -32,6 +32,9 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
 		return "", err
 	}
+	if err := s.workspaceReady(ctx, id); err != nil {
+		return "", err
+	}
 	ag, err := s.agent(ctx, id)
 	if err != nil {
 		return "", err
@@ -151,21 +154,43 @@ func (s *Service) writable(ctx context.Context, a *auth.Actor, id string) (*driv
 	return s.agent(ctx, id)
 }
 
-// Approve answers a pending approval: allow runs the tool call once, deny
-// rejects it. The first answer wins; later ones get not_pending.
+// Approve answers a pending approval: allow runs the tool call once,
+// allow-session runs it and every later call of the same tool in the
+// session without asking (until revoked), deny rejects it. The first
+// answer wins; later ones get not_pending.
 func (s *Service) Approve(ctx context.Context, a *auth.Actor, id, approval string, d Decision) error {
 	if approval == "" {
 		return Errorf(CodeBadRequest, "approval is required")
 	}
-	if d != DecisionAllow && d != DecisionDeny {
-		return Errorf(CodeBadRequest, "decision must be allow or deny")
+	outcome, ok := d.outcome()
+	if !ok {
+		return Errorf(CodeBadRequest, "decision must be allow, allow-session or deny")
 	}
 	ag, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
-	if err := ag.Approve(ctx, approval, d == DecisionAllow, by(a)); err != nil {
+	if err := ag.Decide(ctx, approval, outcome, by(a)); err != nil {
 		return s.fail(ctx, "approve", err)
+	}
+	return nil
+}
+
+// RevokeTool ends "allow for this session" for tool: its calls need
+// approval again. Revoking a tool that is not allowed is a no-op.
+func (s *Service) RevokeTool(ctx context.Context, a *auth.Actor, id, tool string) error {
+	if tool == "" {
+		return Errorf(CodeBadRequest, "tool is required")
+	}
+	if len(tool) > 128 {
+		return Errorf(CodeBadRequest, "tool is longer than 128 bytes")
+	}
+	ag, err := s.writable(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if err := ag.RevokeTool(ctx, tool, by(a)); err != nil {
+		return s.fail(ctx, "revoke tool", err)
 	}
 	return nil
 }

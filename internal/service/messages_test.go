@@ -187,8 +187,9 @@ func TestFork(t *testing.T) {
 	}
 	cag, _ := e.app.Manager.Lookup(child.ID)
 	cev := cag.Log().Events(0, cag.Log().Len())
-	if int64(len(cev)) != firstEnd+2 || cev[len(cev)-1].Type != session.TypeEndSeed {
-		t.Fatalf("child log has %d events ending %s, want the seed [0,%d] and session/end-seed", len(cev), cev[len(cev)-1].Type, firstEnd)
+	// The seed, its end marker, then what the fork copied of the workspace.
+	if int64(len(cev)) != firstEnd+3 || cev[firstEnd+1].Type != session.TypeEndSeed || cev[firstEnd+2].Type != session.TypeWorkspaceReady {
+		t.Fatalf("child log has %d events ending %s, want the seed [0,%d], session/end-seed and workspace/ready", len(cev), cev[len(cev)-1].Type, firstEnd)
 	}
 	for i := range firstEnd + 1 {
 		if !bytes.Equal(cev[i].Data, events[i].Data) || cev[i].Type != events[i].Type {

@@ -13,6 +13,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/models"
 	"harness/internal/session"
+	"harness/internal/workspace"
 )
 
 // Deps are the service's dependencies.
@@ -21,8 +22,12 @@ type Deps struct {
 	Store   *models.Store
 	Manager *driver.Manager
 	Auth    *auth.Service
-	// WorkspaceRoot holds one workspace directory per session.
-	WorkspaceRoot string
+	// Workspaces makes, opens, clones, copies and removes session
+	// workspaces.
+	Workspaces *workspace.Manager
+	// Settings stores the admin's workspace roots, clone hosts and route
+	// network choices; nil keeps none (tests).
+	Settings WorkspaceSettings
 	// Compaction are the options compact.Install got; their Meter (shared
 	// with the automatic triggers and the renderer) measures the context
 	// figures, and manual compactions (Compact) run with them. Providers and
@@ -37,7 +42,9 @@ type Service struct {
 	mgr       *driver.Manager
 	auth      *auth.Service
 	providers *llm.Registry
-	root      string
+	ws        *workspace.Manager
+	settings  WorkspaceSettings
+	jobs      *jobs
 	compact   compact.Options
 	meters    *meterCache
 
@@ -59,9 +66,12 @@ func New(d Deps) *Service {
 	if copts.Logger == nil {
 		copts.Logger = log
 	}
+	if d.Settings == nil {
+		d.Settings = &memSettings{routes: map[string]bool{}}
+	}
 	return &Service{
 		log: log, store: d.Store, mgr: d.Manager, auth: d.Auth,
-		providers: d.Manager.Providers(), root: d.WorkspaceRoot,
+		providers: d.Manager.Providers(), ws: d.Workspaces, settings: d.Settings, jobs: newJobs(),
 		compact: copts, meters: newMeterCache(meterCacheSize),
 		changes: map[int]func(Change){},
 	}

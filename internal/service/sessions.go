@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/uuid"
@@ -19,9 +17,11 @@ import (
 	"harness/internal/session"
 )
 
-// CreateSession starts a new session owned by a, with its own workspace
-// directory <WorkspaceRoot>/<id>. The route defaults to the registry's
-// default; the mode to ask.
+// CreateSession starts a new session owned by a. Its workspace is a fresh
+// directory (the default), an existing directory under a workspace root a
+// may use, or a git clone into a fresh directory (prepared in the
+// background; opts.Prompt is sent once it is ready). The route defaults to
+// the registry's default; the mode to ask.
 func (s *Service) CreateSession(ctx context.Context, a *auth.Actor, opts NewSession) (Session, error) {
 	if err := s.requireUser(a); err != nil {
 		return Session{}, err
@@ -37,10 +37,20 @@ func (s *Service) CreateSession(ctx context.Context, a *auth.Actor, opts NewSess
 	if opts.Mode != "" && !validMode(opts.Mode) {
 		return Session{}, Errorf(CodeBadRequest, "mode must be read-only, ask or auto")
 	}
+	if len(opts.Prompt) > MaxMessageBytes {
+		return Session{}, Errorf(CodeTooLarge, "message is larger than %d KiB", MaxMessageBytes>>10)
+	}
 	id := uuid.NewString()
 	row := &models.Session{
-		ID: id, OwnerID: a.UserID, Title: title, Workspace: s.workspaceOf(id),
+		ID: id, OwnerID: a.UserID, Title: title,
 		Provider: route.Provider, Model: route.Model, Mode: string(orAsk(opts.Mode)),
+	}
+	clone, err := s.planWorkspace(ctx, a, row, opts.Workspace)
+	if err != nil {
+		return Session{}, err
+	}
+	if clone != nil {
+		row.PendingPrompt = opts.Prompt
 	}
 	if err := s.newSession(ctx, row, nil); err != nil {
 		return Session{}, err
@@ -59,19 +69,28 @@ func (s *Service) CreateSession(ctx context.Context, a *auth.Actor, opts NewSess
 			return Session{}, s.fail(ctx, "create session: title", err)
 		}
 	}
-	s.log.InfoContext(ctx, "session created", "session", id, "owner", a.UserID)
+	s.log.InfoContext(ctx, "session created", "session", id, "owner", a.UserID, "workspace", row.WorkspaceKind)
 	s.emit(Change{Kind: ChangeUpdated, Session: id})
+	if clone != nil {
+		s.startClone(id, row.Workspace, *clone)
+	} else if strings.TrimSpace(opts.Prompt) != "" {
+		if _, err := s.SendMessage(ctx, a, id, Message{Content: opts.Prompt}); err != nil {
+			return Session{}, err
+		}
+	}
 	return s.get(ctx, id, auth.SessionRoleOwner)
 }
 
-// newSession creates the workspace, the row and the agent (seeded for
-// forks); on failure it undoes what it did.
+// newSession creates the row and the agent (seeded for forks) for a
+// workspace planWorkspace prepared; on failure it undoes what it did.
 func (s *Service) newSession(ctx context.Context, row *models.Session, seed []session.Event) error {
-	if err := os.MkdirAll(row.Workspace, 0o755); err != nil {
-		return s.fail(ctx, "create workspace", err)
+	undoWorkspace := func() {
+		if err := s.ws.Remove(row.ID, managedDir(row)); err != nil {
+			s.log.WarnContext(ctx, "remove workspace", "session", row.ID, "err", err)
+		}
 	}
 	if err := s.store.CreateSession(ctx, row); err != nil {
-		_ = os.RemoveAll(row.Workspace)
+		undoWorkspace()
 		return s.fail(ctx, "create session row", err)
 	}
 	var err error
@@ -83,13 +102,11 @@ func (s *Service) newSession(ctx context.Context, row *models.Session, seed []se
 	if err != nil {
 		_ = s.mgr.Remove(context.WithoutCancel(ctx), row.ID)
 		_ = s.store.DeleteSession(context.WithoutCancel(ctx), row.ID)
-		_ = os.RemoveAll(row.Workspace)
+		undoWorkspace()
 		return s.fail(ctx, "start session", err)
 	}
 	return nil
 }
-
-func (s *Service) workspaceOf(id string) string { return filepath.Join(s.root, id) }
 
 // ListSessions lists the sessions a may see: its own, those shared with it
 // and, for an admin, every session; newest activity first.
@@ -237,7 +254,7 @@ func (s *Service) get(ctx context.Context, id string, role auth.SessionRole) (Se
 		s.log.WarnContext(ctx, "get session: load agent", "session", id, "err", err)
 		ag = nil
 	}
-	out := Session{SessionRow: s.rowOf(row, role), Queue: driver.Queue{Queued: []llm.Message{}, Steering: []llm.Message{}}, Interactions: []driver.Interaction{}}
+	out := Session{SessionRow: s.rowOf(row, role), Queue: driver.Queue{Queued: []llm.Message{}, Steering: []llm.Message{}}, Interactions: []driver.Interaction{}, AllowedTools: []string{}}
 	if row.ParentID != "" {
 		fs := row.ForkSeq
 		out.ForkSeq = &fs
@@ -246,6 +263,9 @@ func (s *Service) get(ctx context.Context, id string, role auth.SessionRole) (Se
 	if ag != nil {
 		out.Queue = ag.Queue()
 		out.Interactions = ag.PendingInteractions()
+		if t := ag.AllowedTools(); t != nil {
+			out.AllowedTools = t
+		}
 		out.Context = s.measure(id, ag.Log(), out.Provider, out.Model)
 	}
 	return out, nil
@@ -258,6 +278,7 @@ func (s *Service) rowOf(row *models.Session, role auth.SessionRole) SessionRow {
 		Mode: orAsk(session.PermissionMode(row.Mode)), Archived: row.Archived,
 		Status: driver.StatusIdle, Head: row.Head, Role: role,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+		Workspace: workspaceInfo(row),
 	}
 	rt := s.routeOf(row.Provider, row.Model)
 	if ag, ok := s.mgr.Lookup(row.ID); ok {
@@ -279,8 +300,20 @@ func (s *Service) rowOf(row *models.Session, role auth.SessionRole) SessionRow {
 // UpdateSession applies a patch: title and archived need manage rights,
 // mode and route write rights.
 func (s *Service) UpdateSession(ctx context.Context, a *auth.Actor, id string, p Patch) (Session, error) {
-	if p.Title == nil && p.Archived == nil && p.Mode == nil && p.Provider == nil && p.Model == nil {
+	if p.Title == nil && p.Archived == nil && p.Mode == nil && p.Provider == nil && p.Model == nil && p.Network == nil {
 		return Session{}, Errorf(CodeBadRequest, "nothing to change")
+	}
+	if p.Network != nil {
+		if err := s.SetNetwork(ctx, a, id, *p.Network); err != nil {
+			return Session{}, err
+		}
+		if p.Title == nil && p.Archived == nil && p.Mode == nil && p.Provider == nil && p.Model == nil {
+			role, err := s.Authorize(ctx, a, id, auth.ActionRead)
+			if err != nil {
+				return Session{}, err
+			}
+			return s.get(ctx, id, role)
+		}
 	}
 	act := auth.ActionWrite
 	if p.Title != nil || p.Archived != nil {
@@ -368,25 +401,13 @@ func (s *Service) DeleteSession(ctx context.Context, a *auth.Actor, id string) e
 	if err := s.mgr.Remove(context.WithoutCancel(ctx), id); err != nil {
 		s.log.WarnContext(ctx, "remove reloaded agent", "session", id, "err", err)
 	}
-	s.removeWorkspace(ctx, row.Workspace)
+	s.jobs.cancel(id)
+	if err := s.ws.Remove(id, managedDir(row)); err != nil {
+		s.log.WarnContext(ctx, "remove workspace", "session", id, "err", err)
+	}
 	s.log.InfoContext(ctx, "session deleted", "session", id, "by", a.UserID)
 	s.emit(Change{Kind: ChangeDeleted, Session: id, Users: audience})
 	return nil
-}
-
-// removeWorkspace deletes a session's directory, only when it lies inside
-// the workspace root (rows written elsewhere are left alone).
-func (s *Service) removeWorkspace(ctx context.Context, dir string) {
-	if dir == "" || s.root == "" {
-		return
-	}
-	rel, err := filepath.Rel(s.root, dir)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		s.log.WarnContext(ctx, "remove workspace", "dir", dir, "err", err)
-	}
 }
 
 // checkTitle trims a title; empty is allowed only when optional.

@@ -36,6 +36,8 @@ type SessionRow struct {
 	Role      auth.SessionRole       `json:"role"`
 	CreatedAt time.Time              `json:"createdAt"`
 	UpdatedAt time.Time              `json:"updatedAt"`
+	// Workspace is where the session's tools work.
+	Workspace WorkspaceInfo `json:"workspace"`
 }
 
 // Session is one session in full: its row plus the live state a client
@@ -48,6 +50,9 @@ type Session struct {
 	Interactions []driver.Interaction `json:"interactions"`
 	// Context is the context meter: the next request's size and window.
 	Context ContextMeter `json:"context"`
+	// AllowedTools are the tools allowed for the session ("Allow for this
+	// session"), sorted; empty when none.
+	AllowedTools []string `json:"allowedTools"`
 }
 
 // NewSession are the options of CreateSession; all are optional.
@@ -56,6 +61,11 @@ type NewSession struct {
 	Provider string                 `json:"provider,omitempty"`
 	Model    string                 `json:"model,omitempty"`
 	Mode     session.PermissionMode `json:"mode,omitempty"`
+	// Workspace says where the session works (default: a fresh directory).
+	Workspace WorkspaceRequest `json:"workspace,omitzero"`
+	// Prompt is a first message to send; for a cloned workspace it is sent
+	// once the clone is ready.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // ListQuery selects sessions for ListSessions.
@@ -111,9 +121,27 @@ type Decision string
 
 // Decisions.
 const (
+	// DecisionAllow runs the call once.
 	DecisionAllow Decision = "allow"
-	DecisionDeny  Decision = "deny"
+	// DecisionAllowSession runs the call and every later call of the same
+	// tool in the session, without asking, until revoked.
+	DecisionAllowSession Decision = "allow-session"
+	// DecisionDeny rejects the call.
+	DecisionDeny Decision = "deny"
 )
+
+// outcome is the approval outcome a decision records.
+func (d Decision) outcome() (session.ApprovalOutcome, bool) {
+	switch d {
+	case DecisionAllow:
+		return session.ApprovalAllowedOnce, true
+	case DecisionAllowSession:
+		return session.ApprovalAllowedSession, true
+	case DecisionDeny:
+		return session.ApprovalRejected, true
+	}
+	return "", false
+}
 
 // Patch changes a session; nil fields are left alone. Title and Archived
 // need the manage right, the others the write right.
@@ -123,6 +151,8 @@ type Patch struct {
 	Mode     *session.PermissionMode `json:"mode,omitempty"`
 	Provider *string                 `json:"provider,omitempty"`
 	Model    *string                 `json:"model,omitempty"`
+	// Network lets the session's tools use the network; admins only.
+	Network *bool `json:"network,omitempty"`
 }
 
 // Route is a provider and model.

@@ -59,6 +59,8 @@ func payloadType(t Type) reflect.Type {
 		return reflect.TypeFor[ApprovalDecided]()
 	case TypeApprovalPolicy:
 		return reflect.TypeFor[ApprovalPolicy]()
+	case TypeApprovalRevoked:
+		return reflect.TypeFor[ApprovalRevoked]()
 	case TypePermissionMode:
 		return reflect.TypeFor[PermissionModeSet]()
 	case TypeModelSelected:
@@ -77,6 +79,10 @@ func payloadType(t Type) reflect.Type {
 		return reflect.TypeFor[CompactionEnd]()
 	case TypeSessionTitle:
 		return reflect.TypeFor[SessionTitle]()
+	case TypeWorkspaceReady:
+		return reflect.TypeFor[WorkspaceReady]()
+	case TypeWorkspaceFailed:
+		return reflect.TypeFor[WorkspaceFailed]()
 	}
 	return nil
 }
@@ -98,7 +104,8 @@ func folded(t Type) bool {
 	case TypeTurnStart, TypeTurnEnd, TypeStepStart, TypeStepEnd,
 		TypeUserMessage, TypeAssistantMessage, TypeToolResult,
 		TypeTodoWrite, TypeRequestHeader, TypePermissionMode,
-		TypeModelSelected, TypeSessionTitle:
+		TypeModelSelected, TypeSessionTitle,
+		TypeApprovalDecided, TypeApprovalRevoked:
 		return true
 	}
 	return false
@@ -259,6 +266,27 @@ func checkRequestHeader(raw []byte, rh *RequestHeader) error {
 		case k == "maxTokens" && h.Config.MaxTokens != nil:
 		default:
 			return errorf(CodeInvalidData, "request/header adapterDefaults.%s does not mark a config field", k)
+		}
+	}
+	return nil
+}
+
+// checkApprovalScope applies the rules of the allowed-session vocabulary:
+// an allowed-session decision names its tool, other decisions name none,
+// and a revocation names a tool.
+func checkApprovalScope(t Type, payload any) error {
+	switch t {
+	case TypeApprovalDecided:
+		d := payload.(*ApprovalDecided)
+		if d.Outcome == ApprovalAllowedSession && d.Tool == "" {
+			return errorf(CodeInvalidData, "approval/decided %s: an allowed-session outcome needs a tool", d.ID)
+		}
+		if d.Outcome != ApprovalAllowedSession && d.Tool != "" {
+			return errorf(CodeInvalidData, "approval/decided %s: only an allowed-session outcome has a tool", d.ID)
+		}
+	case TypeApprovalRevoked:
+		if payload.(*ApprovalRevoked).Tool == "" {
+			return errorf(CodeInvalidData, "approval/revoked needs a tool")
 		}
 	}
 	return nil

@@ -28,6 +28,7 @@ const (
 	TypeApprovalAsked    Type = "approval/asked"      // ApprovalAsked
 	TypeApprovalDecided  Type = "approval/decided"    // ApprovalDecided
 	TypeApprovalPolicy   Type = "approval/policy"     // ApprovalPolicy
+	TypeApprovalRevoked  Type = "approval/revoked"    // ApprovalRevoked
 	TypePermissionMode   Type = "permission/mode"     // PermissionModeSet
 	TypeModelSelected    Type = "model/selected"      // ModelSelected
 	TypeQuestionAsked    Type = "question/asked"      // QuestionAsked
@@ -48,10 +49,11 @@ var KnownTypes = map[Type]bool{
 	TypeRequestHeader: true, TypeRequestContext: true, TypeInboxSpliced: true,
 	TypeEndSeed: true, TypeLLMRetry: true, TypeLLMRetryStarted: true,
 	TypeApprovalAsked: true, TypeApprovalDecided: true, TypeApprovalPolicy: true,
-	TypePermissionMode: true, TypeModelSelected: true,
+	TypeApprovalRevoked: true, TypePermissionMode: true, TypeModelSelected: true,
 	TypeQuestionAsked: true, TypeQuestionAnswered: true,
 	TypeCompactionStart: true, TypeCompactionSum: true, TypeCompactionPrune: true,
 	TypeCompactionEnd: true, TypeSessionTitle: true,
+	TypeWorkspaceReady: true, TypeWorkspaceFailed: true,
 }
 
 // IsSurface reports whether events of type t carry a surface op.
@@ -286,12 +288,38 @@ type Actor struct {
 	Name   string `json:"name,omitempty"`
 }
 
-// ApprovalAsked opens a durable approval request for a tool call.
+// ApprovalAsked opens a durable approval request for a tool call. Preview
+// is what the call would do, computed before asking (nil when the tool has
+// none or it could not be computed).
 type ApprovalAsked struct {
-	ID       string `json:"id"`
-	ToolName string `json:"toolName"`
-	CallID   string `json:"callId,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	ID       string           `json:"id"`
+	ToolName string           `json:"toolName"`
+	CallID   string           `json:"callId,omitempty"`
+	Reason   string           `json:"reason,omitempty"`
+	Preview  *ApprovalPreview `json:"preview,omitempty"`
+}
+
+// PreviewKind says what an approval preview shows.
+type PreviewKind string
+
+const (
+	PreviewDiff    PreviewKind = "diff"    // a file change: Path, Diff, Added, Removed, Truncated, Created
+	PreviewCommand PreviewKind = "command" // a shell command: Command, Description
+)
+
+// ApprovalPreview is what a call would do, shown to the approver: the
+// unified diff of a file change (against /dev/null when Created), or a
+// command line.
+type ApprovalPreview struct {
+	Kind        PreviewKind `json:"kind"`
+	Path        string      `json:"path,omitempty"`
+	Diff        string      `json:"diff,omitempty"`
+	Added       int         `json:"added,omitempty"`
+	Removed     int         `json:"removed,omitempty"`
+	Truncated   bool        `json:"truncated,omitempty"`
+	Created     bool        `json:"created,omitempty"`
+	Command     string      `json:"command,omitempty"`
+	Description string      `json:"description,omitempty"`
 }
 
 // ApprovalOutcome is how an approval request ended.
@@ -302,13 +330,32 @@ const (
 	ApprovalRejected    ApprovalOutcome = "rejected"
 	ApprovalCancelled   ApprovalOutcome = "cancelled"
 	ApprovalUnavailable ApprovalOutcome = "unavailable"
+	// ApprovalAllowedSession allows this call and every later call of the
+	// same tool in this session (until approval/revoked). Not upstream:
+	// see docs/lifecycle.md.
+	ApprovalAllowedSession ApprovalOutcome = "allowed-session"
 )
 
-// ApprovalDecided closes an approval request; By is set when a person answered.
+// Allows reports whether the outcome lets the call run.
+func (o ApprovalOutcome) Allows() bool {
+	return o == ApprovalAllowedOnce || o == ApprovalAllowedSession
+}
+
+// ApprovalDecided closes an approval request; By is set when a person
+// answered. Tool is the scope of an allowed-session outcome (the tool
+// name); it is empty for the other outcomes.
 type ApprovalDecided struct {
 	ID      string          `json:"id"`
 	Outcome ApprovalOutcome `json:"outcome"`
+	Tool    string          `json:"tool,omitempty"`
 	By      *Actor          `json:"by,omitempty"`
+}
+
+// ApprovalRevoked ends an allowed-session scope: calls of Tool need
+// approval again. It may be logged at any time, inside a turn or not.
+type ApprovalRevoked struct {
+	Tool string `json:"tool"`
+	By   *Actor `json:"by,omitempty"`
 }
 
 // ApprovalPolicy is the approval policy in force; last one wins.

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"sync"
 
 	"harness/internal/llm"
@@ -18,10 +19,16 @@ type Env interface {
 	PermissionMode() session.PermissionMode
 	// Emit appends a tool-owned, log-only event (tool/output, todo/write).
 	Emit(t session.Type, data any) error
-	// Approve blocks until the request is decided or ctx is done.
-	Approve(ctx context.Context, call *Call, reason string) session.ApprovalOutcome
+	// Approve blocks until the request is decided or ctx is done. preview
+	// (nil when there is none) is what the call would do, shown to the
+	// approver. Only allowed-once and allowed-session let the call run.
+	Approve(ctx context.Context, call *Call, reason string, preview *session.ApprovalPreview) session.ApprovalOutcome
 	// Ask blocks until the questions are answered or ctx is done.
 	Ask(ctx context.Context, call *Call, qs []session.Question) ([]session.Answer, error)
+	// Command builds the command that runs p in the agent's sandbox; it
+	// starts nothing. An error wrapping sandbox.ErrUnavailable means tool
+	// processes are refused on this server.
+	Command(ctx context.Context, p Process) (*exec.Cmd, error)
 }
 
 // Call is one tool call as the pipeline and the body see it.

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
+	"harness/internal/sandbox"
 	"harness/internal/tools/globpat"
 )
 
@@ -41,9 +43,10 @@ func (t rgText) String() string {
 	return t.Text
 }
 
-// grepRipgrep searches with ripgrep. It does not follow symlinks (rg's
-// default), so it cannot leave the workspace.
-func grepRipgrep(ctx context.Context, rg, wsReal string, root wsPath, re *regexp.Regexp, include *globpat.Pattern, limit int) ([]grepMatch, bool, error) {
+// grepRipgrep searches with ripgrep, run in the agent's sandbox with the
+// workspace read-only. It does not follow symlinks (rg's default). When the
+// sandbox refuses processes, the pure Go backend searches instead.
+func grepRipgrep(ctx context.Context, env Env, rg, wsReal string, root wsPath, re *regexp.Regexp, include *globpat.Pattern, limit int) ([]grepMatch, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// --sort path keeps results deterministic (and like the Go backend).
@@ -52,9 +55,13 @@ func grepRipgrep(ctx context.Context, rg, wsReal string, root wsPath, re *regexp
 		args = append(args, "--glob", include.String())
 	}
 	args = append(args, "--", filepath.FromSlash(root.Rel))
-	cmd := exec.CommandContext(ctx, rg, args...)
-	cmd.Dir = wsReal
-	cmd.Env = toolEnv(nil, nil, wsReal)
+	cmd, err := env.Command(ctx, Process{Path: rg, Args: args, Env: toolEnv(nil, nil, wsReal), ReadOnlyWorkspace: true})
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		return grepGo(ctx, wsReal, root, re, include, limit)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("ripgrep: %w", err)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -64,6 +71,10 @@ func grepRipgrep(ctx context.Context, rg, wsReal string, root wsPath, re *regexp
 	if err := cmd.Start(); err != nil {
 		return nil, false, fmt.Errorf("start ripgrep: %w", err)
 	}
+	// The sandboxed command is its own process group: end all of it when
+	// the search is cancelled or has enough.
+	stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	defer stop()
 	matches, more, perr := parseRipgrepJSON(stdout, limit)
 	if more {
 		cancel() // enough: stop ripgrep

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"harness/internal/llm"
+	"harness/internal/sandbox"
+	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/session"
 )
 
@@ -92,10 +95,39 @@ type fakeEnv struct {
 	approve func(ctx context.Context, call *Call, reason string) session.ApprovalOutcome
 	ask     func(ctx context.Context, call *Call, qs []session.Question) ([]session.Answer, error)
 	emitErr error
+
+	mu       sync.Mutex
+	previews []*session.ApprovalPreview // what each Approve was shown
+}
+
+// lastPreview is the preview of the latest approval request.
+func (e *fakeEnv) lastPreview() *session.ApprovalPreview {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.previews) == 0 {
+		return nil
+	}
+	return e.previews[len(e.previews)-1]
 }
 
 func newFakeEnv(ws string) *fakeEnv {
 	return &fakeEnv{ws: ws, mode: session.ModeAuto, rec: &recorder{}}
+}
+
+// Command runs tool processes in the real sandbox, as the server does.
+func (e *fakeEnv) Command(_ context.Context, p Process) (*exec.Cmd, error) {
+	sb, err := sandboxtest.Get()
+	if err != nil {
+		return nil, err
+	}
+	// The workspace belongs to the tools' user, as the server makes it.
+	if err := sb.Own(e.ws); err != nil {
+		return nil, err
+	}
+	return sb.Command(sandbox.Process{
+		Path: p.Path, Args: p.Args, Env: p.Env, Dir: p.Dir,
+		Workspace: e.ws, WorkspaceReadOnly: p.ReadOnlyWorkspace,
+	})
 }
 
 func (e *fakeEnv) Workspace() string                      { return e.ws }
@@ -113,8 +145,11 @@ func (e *fakeEnv) Emit(t session.Type, data any) error {
 	return nil
 }
 
-func (e *fakeEnv) Approve(ctx context.Context, call *Call, reason string) session.ApprovalOutcome {
+func (e *fakeEnv) Approve(ctx context.Context, call *Call, reason string, preview *session.ApprovalPreview) session.ApprovalOutcome {
 	e.rec.add(record{Kind: "approve", CallID: call.ID, Data: reason})
+	e.mu.Lock()
+	e.previews = append(e.previews, preview)
+	e.mu.Unlock()
 	if e.approve == nil {
 		return session.ApprovalUnavailable
 	}

@@ -62,6 +62,7 @@ The default timeout is %d ms (timeout_ms may raise it up to %d ms); on timeout t
 			}
 			return runBash(ctx, call, opts, args)
 		},
+		Preview: previewBash,
 	}
 }
 
@@ -76,6 +77,13 @@ func runBash(ctx context.Context, call *Call, opts BuiltinOptions, args bashArgs
 	}
 	timeout = min(timeout, opts.BashMaxTimeout)
 
+	cmd, err := call.Env.Command(ctx, Process{
+		Path: opts.BashPath, Args: []string{"-c", args.Command},
+		Env: toolEnv(opts.Environ, opts.ExtraEnv, ws),
+	})
+	if err != nil {
+		return Result{}, sandboxError(err)
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("create stdout pipe: %w", err)
@@ -86,11 +94,7 @@ func runBash(ctx context.Context, call *Call, opts BuiltinOptions, args bashArgs
 		outW.Close()
 		return Result{}, fmt.Errorf("create stderr pipe: %w", err)
 	}
-	cmd := exec.Command(opts.BashPath, "-c", args.Command)
-	cmd.Dir = ws
-	cmd.Env = toolEnv(opts.Environ, opts.ExtraEnv, ws)
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	start := time.Now()
 	err = cmd.Start()

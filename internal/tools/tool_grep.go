@@ -58,14 +58,14 @@ path limits the search to a directory or a single file (default: the workspace r
 		Access:  AccessRead,
 		Timeout: opts.SearchTimeout,
 		Execute: func(ctx context.Context, call *Call) (Result, error) {
-			return executeGrep(ctx, call, pickGrepBackend(opts))
+			return executeGrep(ctx, call, pickGrepBackend(opts, call.Env))
 		},
 	}
 }
 
 // pickGrepBackend resolves the configured backend; ripgrep is used only
-// when it is on PATH.
-func pickGrepBackend(opts BuiltinOptions) grepSearch {
+// when it is on PATH, and runs in the agent's sandbox (env).
+func pickGrepBackend(opts BuiltinOptions, env Env) grepSearch {
 	if opts.Grep == GrepGo {
 		return grepGo
 	}
@@ -74,7 +74,7 @@ func pickGrepBackend(opts BuiltinOptions) grepSearch {
 		return grepGo
 	}
 	return func(ctx context.Context, wsReal string, root wsPath, re *regexp.Regexp, include *globpat.Pattern, limit int) ([]grepMatch, bool, error) {
-		return grepRipgrep(ctx, rg, wsReal, root, re, include, limit)
+		return grepRipgrep(ctx, env, rg, wsReal, root, re, include, limit)
 	}
 }
 
@@ -101,8 +101,8 @@ func executeGrep(ctx context.Context, call *Call, search grepSearch) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
-	if _, err := os.Stat(root.Abs); errors.Is(err, fs.ErrNotExist) {
-		return Result{}, Errorf(NameFs, CodeFsNotFound, "path %q does not exist", root.Rel)
+	if err := statIn(root); err != nil {
+		return Result{}, err
 	}
 	matches, more, err := search(ctx, wsReal, root, re, include, grepMaxMatches)
 	if err != nil {
@@ -160,13 +160,18 @@ var errGrepLimit = errors.New("grep limit reached")
 
 // grepGo is the pure Go backend.
 func grepGo(ctx context.Context, wsReal string, root wsPath, re *regexp.Regexp, include *globpat.Pattern, limit int) ([]grepMatch, bool, error) {
+	ws, err := os.OpenRoot(wsReal)
+	if err != nil {
+		return nil, false, fmt.Errorf("workspace %s is unavailable: %w", wsReal, err)
+	}
+	defer ws.Close()
 	var out []grepMatch
 	more := false
-	err := walkFiles(ctx, wsReal, root, func(rel, abs string, info fs.FileInfo) error {
+	err = walkFiles(ctx, ws, root, func(rel string, info fs.FileInfo) error {
 		if !includes(include, rel) || info.Size() > maxFileBytes {
 			return nil
 		}
-		content, err := os.ReadFile(abs)
+		content, err := readRegular(ws, rel, maxFileBytes)
 		if err != nil || isBinary(content) {
 			return nil
 		}
@@ -195,4 +200,21 @@ func grepGo(ctx context.Context, wsReal string, root wsPath, re *regexp.Regexp, 
 		return nil, false, err
 	}
 	return out, more, nil
+}
+
+// statIn checks, through the workspace root, that the search path exists
+// (and still leads nowhere outside).
+func statIn(p wsPath) error {
+	ws, err := openWorkspace(p)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	if _, err := ws.Stat(p.name()); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Errorf(NameFs, CodeFsNotFound, "path %q does not exist", p.Rel)
+		}
+		return fsError(p, err)
+	}
+	return nil
 }

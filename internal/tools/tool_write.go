@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"harness/internal/tools/textdiff"
@@ -45,6 +43,7 @@ To overwrite an existing file you must have read it first in this session, and i
 }`),
 		Access:  AccessWrite,
 		Execute: executeWrite,
+		Preview: previewWrite,
 	}
 }
 
@@ -73,15 +72,11 @@ func executeWrite(ctx context.Context, call *Call) (Result, error) {
 	default:
 		return Result{}, err
 	}
-	if created {
-		if err := os.MkdirAll(filepath.Dir(p.Abs), 0o755); err != nil {
-			return Result{}, fmt.Errorf("create parent directories of %s: %w", p.Rel, err)
-		}
+	info, err := writeFile(p, []byte(args.Content), perm, created)
+	if err != nil {
+		return Result{}, err
 	}
-	if err := os.WriteFile(p.Abs, []byte(args.Content), perm); err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", p.Rel, err)
-	}
-	observe(call.State(), p, []byte(args.Content))
+	observe(call.State(), p, []byte(args.Content), info)
 
 	meta := changeMeta(p, created, old, []byte(args.Content))
 	lines := strings.Count(args.Content, "\n")

@@ -21,6 +21,9 @@ func (s *Server) apiRoutes() {
 	// every unknown /api path.
 	g := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser, limitBody(maxAPIBody)}}
 	g.GET("/providers", s.apiProviders)
+	g.GET("/sandbox", s.apiSandbox)
+	g.GET("/workspace/roots", s.apiWorkspaceRoots)
+	g.GET("/workspace/browse", s.apiWorkspaceBrowse)
 
 	g.POST("/sessions", s.apiCreateSession)
 	g.GET("/sessions", s.apiListSessions)
@@ -29,12 +32,16 @@ func (s *Server) apiRoutes() {
 	g.DELETE("/sessions/:id", s.apiDeleteSession)
 	g.GET("/sessions/:id/events", s.apiEvents)
 	g.GET("/sessions/:id/export", s.apiExport)
+	g.GET("/sessions/:id/files", s.apiListFiles)
+	g.GET("/sessions/:id/files/content", s.apiFileContent)
+	g.GET("/sessions/:id/files/download", s.downloadFile)
 	g.POST("/sessions/:id/fork", s.apiFork)
 
 	g.POST("/sessions/:id/messages", s.apiSendMessage)
 	g.POST("/sessions/:id/cancel", s.apiCancel)
 	g.POST("/sessions/:id/compact", s.apiCompact)
 	g.POST("/sessions/:id/approvals/:aid", s.apiApprove)
+	g.DELETE("/sessions/:id/approvals/tools/:tool", s.apiRevokeTool)
 	g.POST("/sessions/:id/questions/:qid", s.apiAnswer)
 	g.PATCH("/sessions/:id/queue/:item", s.apiEditQueueItem)
 	g.DELETE("/sessions/:id/queue/:item", s.apiRemoveQueueItem)

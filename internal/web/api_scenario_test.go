@@ -16,8 +16,10 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
+	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/service"
 	"harness/internal/tools"
+	"harness/internal/workspace"
 	"harness/internal/ws"
 )
 
@@ -43,8 +45,12 @@ func withSessionAPI(t *testing.T) scenarioOptions {
 		if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		mgr := driver.NewManager(d.Log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg})
-		svc := service.New(service.Deps{Log: d.Log, Store: st, Manager: mgr, Auth: env.Auth, WorkspaceRoot: t.TempDir()})
+		wsm, err := workspace.New(workspace.Deps{Sandbox: sandboxtest.Shared(t), DataDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mgr := driver.NewManager(d.Log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: wsm})
+		svc := service.New(service.Deps{Log: d.Log, Store: st, Manager: mgr, Auth: env.Auth, Workspaces: wsm})
 		hub := ws.New(ws.Deps{Log: d.Log, Service: svc})
 		d.Service, d.WS = svc, hub
 		t.Cleanup(func() {

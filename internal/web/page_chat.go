@@ -160,6 +160,14 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 	if v.Todos == nil && more {
 		v.Todos = s.currentTodos(id)
 	}
+	if a.IsUser() {
+		w := sess.Workspace
+		v.Workspace = templates.WorkspaceView{Kind: string(w.Kind), Path: w.Path, Source: w.Source, State: w.State}
+	}
+	v.Network = sess.Workspace.Network
+	if st := s.svc.SandboxStatus(); !st.Active {
+		v.ToolsRefused = st.Problem
+	}
 	if v.CanWrite {
 		v.Models = s.modelOptions(sess.Provider + "/" + sess.Model)
 	}

@@ -10,6 +10,7 @@ import (
 	"harness/internal/models"
 	"harness/internal/service"
 	"harness/internal/session"
+	"harness/internal/workspace"
 	"harness/web/templates"
 )
 
@@ -36,8 +37,48 @@ func (s *Server) pageSessions(c echo.Context) error {
 	prefs := s.userPrefs(ctx, a)
 	v.Models = s.modelOptions(s.preferredRoute(prefs))
 	v.Mode = string(prefs.Mode)
+	v.Workspaces = s.workspaceChoices(c)
 	v.Nav = *s.nav(c, "sessions", "")
 	return renderComponent(c, http.StatusOK, templates.SessionsPage(v))
+}
+
+// maxDirChoices bounds the directories the new-session form offers.
+const maxDirChoices = 200
+
+// workspaceChoices are the new-session form's workspace options: the
+// directories under the roots the user may use (each root and its
+// subdirectories), whether clones work, and why tools are refused if they
+// are.
+func (s *Server) workspaceChoices(c echo.Context) templates.WorkspaceChoices {
+	ctx := c.Request().Context()
+	a := ActorFrom(c)
+	st := s.svc.SandboxStatus()
+	out := templates.WorkspaceChoices{CanClone: st.Active}
+	if !st.Active {
+		out.Refused = st.Problem
+	}
+	roots, err := s.svc.WorkspaceRoots(ctx, a)
+	if err != nil {
+		return out
+	}
+	for _, r := range roots {
+		out.Dirs = append(out.Dirs, templates.DirOption{Path: r.Path, Label: r.Path})
+		dirs, err := s.svc.BrowseWorkspace(ctx, a, r.Path)
+		if err != nil {
+			continue
+		}
+		for _, d := range dirs {
+			if len(out.Dirs) >= maxDirChoices {
+				return out
+			}
+			label := d.Path
+			if d.Git {
+				label += " (git)"
+			}
+			out.Dirs = append(out.Dirs, templates.DirOption{Path: d.Path, Label: label})
+		}
+	}
+	return out
 }
 
 // preferredRoute is "provider/model" of the user's default, else the
@@ -57,14 +98,15 @@ func (s *Server) preferredRoute(p models.UserPrefs) string {
 	return prov + "/" + model
 }
 
-// POST /sessions {prompt?, route?, mode?} — creates a session with the
-// user's defaults (or the form's choices), sends the prompt if any, and
-// opens it.
+// POST /sessions {prompt?, route?, mode?, workspace?, path?, source?} —
+// creates a session with the user's defaults (or the form's choices) in a
+// fresh directory, an existing one or a clone, sends the prompt (once a
+// clone is ready), and opens it.
 func (s *Server) pageCreateSession(c echo.Context) error {
 	ctx := c.Request().Context()
 	a := ActorFrom(c)
 	prefs := s.userPrefs(ctx, a)
-	opts := service.NewSession{Provider: prefs.Provider, Model: prefs.Model, Mode: prefs.Mode}
+	opts := service.NewSession{Provider: prefs.Provider, Model: prefs.Model, Mode: prefs.Mode, Prompt: c.FormValue("prompt")}
 	if r := c.FormValue("route"); r != "" {
 		opts.Provider, opts.Model = parseRoute(r)
 	}
@@ -75,14 +117,18 @@ func (s *Server) pageCreateSession(c echo.Context) error {
 		// A preference for a route that is gone: use the default.
 		opts.Provider, opts.Model = "", ""
 	}
+	switch workspace.Kind(c.FormValue("workspace")) {
+	case workspace.KindDir:
+		opts.Workspace = service.WorkspaceRequest{Kind: workspace.KindDir, Path: c.FormValue("path")}
+	case workspace.KindClone:
+		opts.Workspace = service.WorkspaceRequest{Kind: workspace.KindClone, Source: c.FormValue("source")}
+	}
 	sess, err := s.svc.CreateSession(ctx, a, opts)
 	if err != nil {
-		return s.pageError(c, err)
-	}
-	if prompt := c.FormValue("prompt"); strings.TrimSpace(prompt) != "" {
-		if _, err := s.svc.SendMessage(ctx, a, sess.ID, service.Message{Content: prompt}); err != nil {
-			return s.pageError(c, err)
+		if e := service.AsError(err); e.Code == service.CodeBadRequest || e.Code == service.CodeForbidden || e.Code == service.CodeConflict || e.Code == service.CodeUnavailable {
+			return redirect(c, withFlash("/", e.Message))
 		}
+		return s.pageError(c, err)
 	}
 	return redirect(c, "/sessions/"+sess.ID)
 }

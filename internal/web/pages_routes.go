@@ -18,6 +18,9 @@ func (s *Server) pageRoutes() {
 	s.e.GET("/sessions/:id/delete", s.pageDeleteConfirm, u)
 	s.e.POST("/sessions/:id/delete", s.pageDelete, u)
 	s.e.GET("/sessions/:id/export", s.pageExport, u)
+	s.e.GET("/sessions/:id/files/tree", s.pageFileTree, u)
+	s.e.GET("/sessions/:id/files/view", s.pageFileView, u)
+	s.e.GET("/sessions/:id/files/download", s.downloadFile, u)
 
 	s.e.GET("/sessions/:id/sharing", s.pageSharing, u)
 	s.e.POST("/sessions/:id/members", s.pageAddMember, u)
@@ -33,6 +36,11 @@ func (s *Server) pageRoutes() {
 	s.e.POST("/settings/default", s.pageSaveDefault, admin)
 	s.e.POST("/settings/providers", s.pageSaveProvider, admin)
 	s.e.POST("/settings/providers/:name/delete", s.pageDeleteProvider, admin)
+	s.e.POST("/settings/roots", s.pageAddRoot, admin)
+	s.e.POST("/settings/roots/delete", s.pageRemoveRoot, admin)
+	s.e.POST("/settings/git-hosts", s.pageSaveGitHosts, admin)
+	s.e.POST("/settings/network", s.pageSaveRouteNetwork, admin)
+	s.e.POST("/sessions/:id/network", s.pageSetNetwork, admin)
 
 	s.e.GET("/admin/users", s.pageAdminUsers, admin)
 	s.e.POST("/admin/users", s.pageCreateUser, admin)

@@ -23,6 +23,11 @@ func (s *Server) renderSettings(c echo.Context, status int, flashMsg, errMsg str
 	prefs := s.userPrefs(ctx, a)
 	v := templates.SettingsView{Nav: *s.nav(c, "settings", ""), Flash: flashMsg, Error: errMsg, Mode: string(prefs.Mode)}
 	v.Models = s.modelOptions(s.preferredRoute(prefs))
+	sb, err := s.sandboxView(c)
+	if err != nil {
+		return err
+	}
+	v.Sandbox = sb
 	if a.IsAdmin() {
 		prov, model := s.ui.Routes.Registry().Default()
 		v.DefaultModels = s.modelOptions(prov + "/" + model)

@@ -30,6 +30,7 @@ const (
 	OpInboxRemove Op = "inbox.remove"
 	OpInboxSteer  Op = "inbox.steer"
 	OpApprove     Op = "approve"
+	OpRevokeTool  Op = "approvals.revoke"
 	OpAnswer      Op = "answer"
 	OpSetMode     Op = "set_mode"
 	OpSetModel    Op = "set_model"
@@ -52,6 +53,8 @@ const (
 	ChInboxDiscarded       Channel = "agent/inbox/discarded"
 	ChInteractionRequested Channel = "interaction/requested"
 	ChInteractionResolved  Channel = "interaction/resolved"
+	ChAllowed              Channel = "approvals/allowed"
+	ChWorkspace            Channel = "workspace/progress"
 	ChAgentError           Channel = "agent/error"
 	ChSessionsChanged      Channel = "sessions/changed"
 	ChError                Channel = "error"
@@ -93,6 +96,8 @@ type Request struct {
 	Mode      string           `json:"mode,omitempty"`
 	Provider  string           `json:"provider,omitempty"`
 	Model     string           `json:"model,omitempty"`
+	// Tool names a tool (approvals.revoke).
+	Tool string `json:"tool,omitempty"`
 }
 
 // Response answers one request.
@@ -124,6 +129,11 @@ type Push struct {
 	Failure     *llm.Failure        `json:"-"`
 	Error       *service.Error      `json:"-"`
 	Reason      string              `json:"reason,omitempty"`
+	// Tools are the tools allowed for the session (approvals/allowed).
+	Tools []string `json:"tools,omitempty"`
+	// Workspace is a step of the workspace's preparation
+	// (workspace/progress).
+	Workspace *driver.WorkspaceProgress `json:"workspace,omitempty"`
 }
 
 // MarshalJSON writes error from whichever of Failure (agent/error) and
@@ -159,7 +169,7 @@ type deletedRow struct {
 // knownOps are the ops a client may send.
 var knownOps = map[Op]bool{
 	OpSubscribe: true, OpUnsubscribe: true, OpFollowup: true, OpSteer: true, OpCancel: true,
-	OpInboxEdit: true, OpInboxRemove: true, OpInboxSteer: true, OpApprove: true, OpAnswer: true,
+	OpInboxEdit: true, OpInboxRemove: true, OpInboxSteer: true, OpApprove: true, OpRevokeTool: true, OpAnswer: true,
 	OpSetMode: true, OpSetModel: true, OpCompact: true, OpPing: true,
 }
 
@@ -252,6 +262,10 @@ func liveFrame(ev driver.LiveEvent) ([]byte, bool) {
 		p.Interaction = ev.Interaction
 	case driver.LiveError:
 		p.Failure, p.Turn = ev.Error, ev.Turn
+	case driver.LiveAllowed:
+		p.Tools = ev.Tools
+	case driver.LiveWorkspace:
+		p.Workspace = ev.Workspace
 	default:
 		return nil, false
 	}

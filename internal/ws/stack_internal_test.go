@@ -15,8 +15,10 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
+	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/service"
 	"harness/internal/tools"
+	"harness/internal/workspace"
 )
 
 // stack is a hub on real parts without HTTP: SQLite, the writer, the
@@ -54,8 +56,12 @@ func newStack(tb testing.TB, opts Options) *stack {
 	if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
 		tb.Fatal(err)
 	}
-	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg})
-	svc := service.New(service.Deps{Log: log, Store: st, Manager: mgr, Auth: as, WorkspaceRoot: filepath.Join(dir, "ws")})
+	wsm, err := workspace.New(workspace.Deps{Sandbox: sandboxtest.Shared(tb), DataDir: dir})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: wsm})
+	svc := service.New(service.Deps{Log: log, Store: st, Manager: mgr, Auth: as, Workspaces: wsm})
 	h := New(Deps{Log: log, Service: svc, Options: opts})
 	tb.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -8,6 +8,7 @@ import { Controls } from "./composer.js";
 import { followSessions } from "./sidebar.js";
 import { copyFrom, decorate, runCountdowns } from "./util.js";
 import "./files.js";
+import { WorkspaceBanner, initNewSessionForm } from "./workspace.js";
 
 function socketURL(share) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
@@ -59,8 +60,14 @@ function startChat(socket, chat) {
   chat.querySelector(".chat-head")?.append(connection);
 
   const controls = new Controls(chat, socket);
+  const workspace = new WorkspaceBanner(chat);
   const transcript = new Transcript(chat, {
-    onEvent: (ev) => controls.onEvent(ev),
+    onEvent: (ev) => {
+      controls.onEvent(ev);
+      // The durable outcome also ends the banner (the live push may have
+      // come before this page subscribed).
+      if (ev.type === "workspace/ready" || ev.type === "workspace/failed") workspace.onProgress({ done: true });
+    },
     onGap: () => socket.resubscribe(chat.dataset.session),
   });
   let downTimer = 0;
@@ -78,6 +85,7 @@ function startChat(socket, chat) {
     onPush: (msg) => {
       if (msg.ch === "session/event") transcript.push(msg);
       else if (msg.ch === "replay/done") chat.dataset.synced = String(msg.head);
+      else if (msg.ch === "workspace/progress") workspace.onProgress(msg.workspace);
       else if (msg.ch === "session/closed") {
         if (msg.reason === "unloaded") socket.resubscribe(chat.dataset.session);
         else gone(chat, "You no longer have access to this session.");
@@ -101,6 +109,7 @@ function gone(chat, text) {
 
 function main() {
   pageClicks();
+  initNewSessionForm();
   decorate(document.body);
   runCountdowns();
   const chat = document.getElementById("chat");

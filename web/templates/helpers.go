@@ -62,3 +62,29 @@ func csrfOf(v ChatView) string {
 	}
 	return v.Nav.CSRF
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func joinComma(s []string) string { return strings.Join(s, ", ") }
+
+// baseName is the last element of a path or URL.
+func baseName(p string) string {
+	p = strings.TrimRight(p, "/")
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// workspaceTitle explains a workspace chip.
+func workspaceTitle(w WorkspaceView) string {
+	switch w.Kind {
+	case "dir":
+		return "Working in the existing directory " + w.Path
+	case "clone":
+		return "A clone of " + w.Source + " in " + w.Path
+	case "fork":
+		return "A copy of the parent session's workspace in " + w.Path
+	}
+	return "A fresh workspace: " + w.Path
+}

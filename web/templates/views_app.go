@@ -43,6 +43,25 @@ type SessionsView struct {
 	// Models for the new-session form.
 	Models []ModelOption
 	Mode   string
+	// Workspaces are the new-session form's workspace options.
+	Workspaces WorkspaceChoices
+}
+
+// WorkspaceChoices are where a new session may work besides a fresh
+// directory.
+type WorkspaceChoices struct {
+	// Dirs are existing directories under the roots the user may use.
+	Dirs []DirOption
+	// CanClone: git clones run (the sandbox is usable).
+	CanClone bool
+	// Refused says why tool processes are refused, when they are.
+	Refused string
+}
+
+// DirOption is one existing directory.
+type DirOption struct {
+	Path  string
+	Label string
 }
 
 // SessionRowView is one row of the session list.
@@ -105,6 +124,21 @@ type ChatView struct {
 	ContextWindow int64
 	// HistoryURL is where older pages are fetched.
 	HistoryURL string
+
+	// Workspace is where the session's tools work (not shown on share
+	// pages); Network says its tools may use the network.
+	Workspace WorkspaceView
+	Network   bool
+	// ToolsRefused says why shell tools are refused on this server.
+	ToolsRefused string
+}
+
+// WorkspaceView is a session's workspace in the chat header.
+type WorkspaceView struct {
+	Kind   string // fresh | dir | clone | fork
+	Path   string
+	Source string
+	State  string // "" | preparing | failed
 }
 
 // HistoryView is one older page of a transcript (a fragment).
@@ -160,6 +194,48 @@ type SettingsView struct {
 	// Admin part.
 	Routes        []RouteView
 	DefaultModels []ModelOption
+	// Sandbox is what confines tools (everyone sees it) and, for admins,
+	// the workspace roots, clone hosts and network switches.
+	Sandbox SandboxView
+}
+
+// SandboxView is the sandbox and workspace part of Settings.
+type SandboxView struct {
+	Summary  string
+	Active   bool
+	Confined bool
+	Landlock int
+	Bwrap    bool
+	// BwrapVersion is set when bubblewrap is installed; BwrapProblem says
+	// why it is not used.
+	BwrapVersion string
+	BwrapProblem string
+	Identity     string // uid:gid tools run as
+	Limits       string
+	ReadOnly     string
+	Problem      string
+	Roots        []RootView
+	// GitHosts are the hosts allowed in Settings (one per line);
+	// ConfigGitHosts those from HARNESS_GIT_HOSTS.
+	GitHosts       string
+	ConfigGitHosts []string
+	RouteNetwork   []RouteNetworkView
+	ForkCopyMax    string
+}
+
+// RootView is one workspace root.
+type RootView struct {
+	Path     string
+	Users    string // comma-separated, "" = everyone
+	Shared   bool
+	Editable bool // added in Settings (the others come from the configuration)
+}
+
+// RouteNetworkView is one model route's network switch.
+type RouteNetworkView struct {
+	Name  string
+	Label string
+	On    bool
 }
 
 // RouteView is one model route in settings.
