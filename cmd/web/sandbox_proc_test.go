@@ -13,27 +13,6 @@ import (
 	"harness/internal/session"
 )
 
-// userToken adds a user who is not an admin, with an API token, through the
-// CLI (before the server starts: SQLite is single-process).
-func userToken(t *testing.T, dir, name string) string {
-	t.Helper()
-	cfg := cliConfigAt(t, dir)
-	if r := runCLI(t, cfg, name+"-password\n", "user", "add", name); r.err != nil {
-		t.Fatalf("user add: %v %s", r.err, r.errOut)
-	}
-	r := runCLI(t, cfg, "", "token", "create", name)
-	if r.err != nil {
-		t.Fatalf("token create: %v %s", r.err, r.errOut)
-	}
-	for _, f := range strings.Fields(r.out) {
-		if strings.HasPrefix(f, "hrn_") {
-			return f
-		}
-	}
-	t.Fatalf("no token in %q", r.out)
-	return ""
-}
-
 // runTool sends `run: script` and returns the bash output of that turn.
 func runTool(t *testing.T, c *client.Client, id, script string) string {
 	t.Helper()
@@ -89,7 +68,7 @@ func TestToolsCannotReachTheServerProcess(t *testing.T) {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			tok := userToken(t, dir, "mallory")
+			tok := userToken(t, dir, "mallory", false)
 			canary := fmt.Sprintf("sk-canary-%d", time.Now().UnixNano())
 			env := append([]string{"OPENAI_API_KEY=" + canary, "OPENAI_BASE_URL=http://127.0.0.1:9/v1", "HARNESS_TEST_CANARY=" + canary}, tc.envExtras...)
 			p := startServer(t, dir, env...)

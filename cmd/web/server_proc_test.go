@@ -161,15 +161,26 @@ func (b *lockedBuffer) String() string {
 	return b.sb.String()
 }
 
-// newToken creates a user and an API token with the CLI on dir (the server
-// must not be running: SQLite is single-process).
+// newToken creates an admin and an API token with the CLI on dir (the
+// server must not be running: SQLite is single-process).
 func newToken(t *testing.T, dir string) string {
 	t.Helper()
+	return userToken(t, dir, "crash", true)
+}
+
+// userToken creates a user (an admin when admin) named name, with the
+// password name+"-password", and an API token, through the CLI.
+func userToken(t *testing.T, dir, name string, admin bool) string {
+	t.Helper()
 	cfg := cliConfigAt(t, dir)
-	if r := runCLI(t, cfg, "crash-test-password\n", "user", "add", "crash", "--admin"); r.err != nil {
+	args := []string{"user", "add", name}
+	if admin {
+		args = append(args, "--admin")
+	}
+	if r := runCLI(t, cfg, name+"-password\n", args...); r.err != nil {
 		t.Fatalf("user add: %v %s", r.err, r.errOut)
 	}
-	r := runCLI(t, cfg, "", "token", "create", "crash")
+	r := runCLI(t, cfg, "", "token", "create", name)
 	if r.err != nil {
 		t.Fatalf("token create: %v %s", r.err, r.errOut)
 	}

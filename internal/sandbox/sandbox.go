@@ -81,7 +81,7 @@ func New(ctx context.Context, log *slog.Logger, cfg Config) (*Sandbox, error) {
 	}
 	s := &Sandbox{cfg: cfg, status: Status{
 		Mode: cfg.Mode, UID: cfg.UID, GID: cfg.GID, Limits: cfg.Limits,
-		ReadOnly: append(slices.Clone(systemRO), cfg.ReadOnly...),
+		ReadOnly: existing(append(slices.Clone(systemRO), cfg.ReadOnly...)),
 	}}
 	if cfg.Mode == ModeOff {
 		s.status.Active = true
@@ -345,4 +345,15 @@ func withHome(env []string, home string) []string {
 func within(root, p string) bool {
 	rel, err := filepath.Rel(root, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// existing keeps the paths that exist on this host (/lib32 and friends vary).
+func existing(paths []string) []string {
+	out := paths[:0]
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }

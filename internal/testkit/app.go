@@ -31,7 +31,7 @@ func StartApp(t testing.TB, cfg func(*config.Config), opts app.Options) *App {
 	dir := t.TempDir()
 	c := config.Config{
 		Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "harness.db"),
-		ShutdownTimeout: 5 * time.Second,
+		ShutdownTimeout: 5 * time.Second, ForkCopyMax: config.DefaultForkCopyMax,
 	}
 	if cfg != nil {
 		cfg(&c)

@@ -29,7 +29,10 @@ func (s *Server) sandboxView(c echo.Context) (templates.SandboxView, error) {
 		ReadOnly:       strings.Join(sb.ReadOnly, " "),
 		GitHosts:       strings.Join(st.GitHosts, "\n"),
 		ConfigGitHosts: st.ConfigGitHosts,
-		ForkCopyMax:    size(st.ForkCopyMax),
+		ForkCopyMax:    "up to " + size(st.ForkCopyMax),
+	}
+	if st.ForkCopyMax <= 0 {
+		v.ForkCopyMax = "never (HARNESS_FORK_COPY_MAX=0)"
 	}
 	for _, r := range st.Roots {
 		v.Roots = append(v.Roots, templates.RootView{Path: r.Path, Users: strings.Join(r.Users, ", "), Shared: r.Shared, Editable: r.Source == "settings"})
