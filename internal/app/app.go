@@ -54,6 +54,9 @@ type Options struct {
 	// Renderer renders events to HTML for browser subscriptions; nil
 	// uses the transcript renderer (internal/render).
 	Renderer ws.Renderer
+	// Sandbox replaces the sandbox New would probe (tests of a machine
+	// without one).
+	Sandbox *sandbox.Sandbox
 }
 
 // App is a running Harness instance.
@@ -98,8 +101,10 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		}
 	}()
 
-	// The data directory holds the database and the secret key: private.
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	// The data directory holds the database and the secret key (0600
+	// files): others may traverse it, never list it, so a sandboxed tool
+	// without bubblewrap can still reach its own workspace by its path.
+	if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
 	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN})
@@ -131,7 +136,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		return nil, err
 	}
 	a.Settings = settings
-	if err := a.setupWorkspaces(ctx); err != nil {
+	if err := a.setupWorkspaces(ctx, opts.Sandbox); err != nil {
 		return nil, err
 	}
 

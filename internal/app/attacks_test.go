@@ -2,11 +2,16 @@ package app_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -318,4 +323,87 @@ func TestFreshCloneRunsToolsWithRelativeDataDir(t *testing.T) {
 	if !strings.Contains(out, "hello.txt") || strings.Contains(out, "absolute workspace") {
 		t.Fatalf("run: ls gave %q", out)
 	}
+}
+
+// TestNoSandboxRefusesToolsLoudly: where no sandbox can work (a kernel
+// without Landlock), shell tools are refused with a coded error the model
+// and the user read, the UI and the API say why, clones are refused, and
+// the file tools and searches still work.
+func TestNoSandboxRefusesToolsLoudly(t *testing.T) {
+	reason := "the kernel does not support Landlock; set HARNESS_SANDBOX=off to run tools unconfined"
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "repo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := testkit.StartApp(t, func(c *config.Config) { c.WorkspaceRoots = []config.WorkspaceRoot{{Path: root}} },
+		app.Options{Sandbox: sandbox.Unavailable(reason), DemoOptions: []fake.Option{fake.WithChunkDelay(time.Millisecond)}})
+	ctx := t.Context()
+	u := a.User(t, "carol", false)
+	s, err := u.Client.CreateSession(ctx, client.NewSession{Mode: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := runAs(t, a, u, s.ID, "ls"); !strings.Contains(out, reason) || !strings.Contains(out, "refused") {
+		t.Fatalf("bash without a sandbox: %q", out)
+	}
+	if _, err := u.Client.SendMessage(ctx, s.ID, "write: notes.txt\nstill works", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, u.Client, s.ID)
+	if b, err := os.ReadFile(filepath.Join(s.Workspace.Path, "notes.txt")); err != nil || string(b) != "still works" {
+		t.Fatalf("the write tool: %q %v", b, err)
+	}
+	var resp struct {
+		Sandbox sandbox.Status `json:"sandbox"`
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/api/sandbox", nil)
+	req.Header.Set("Authorization", "Bearer "+u.Token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(res.Body).Decode(&resp)
+	res.Body.Close()
+	if resp.Sandbox.Active || resp.Sandbox.Problem != reason {
+		t.Fatalf("/api/sandbox: %+v", resp.Sandbox)
+	}
+	_, err = u.Client.CreateSession(ctx, client.NewSession{Workspace: client.WorkspaceRequest{Kind: "clone", Source: filepath.Join(root, "repo")}})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != "unavailable" || !strings.Contains(ce.Message, reason) {
+		t.Fatalf("a clone without a sandbox: %v", err)
+	}
+	// The chat page says it too, to a signed-in browser.
+	page := browserGet(t, a.URL, "carol", "carol-password", "/sessions/"+s.ID)
+	if !strings.Contains(page, `id="tools-refused"`) || !strings.Contains(page, "does not support Landlock") {
+		t.Fatalf("the chat page does not say tools are refused:\n%.2000s", page)
+	}
+}
+
+var csrfInput = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// browserGet signs in with a cookie, as a browser does, and returns the
+// page at path.
+func browserGet(t *testing.T, base, name, pass, path string) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	get := func(p string) string {
+		res, err := c.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	m := csrfInput.FindStringSubmatch(get("/login"))
+	if m == nil {
+		t.Fatal("no CSRF token on the login page")
+	}
+	res, err := c.PostForm(base+"/login", url.Values{"_csrf": {m[1]}, "name": {name}, "password": {pass}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return get(path)
 }

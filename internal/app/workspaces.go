@@ -9,13 +9,16 @@ import (
 	"harness/internal/workspace"
 )
 
-// setupWorkspaces probes the sandbox and builds the workspace manager: roots
+// setupWorkspaces probes the sandbox (unless given one) and builds the
+// workspace manager: roots
 // and clone hosts come from the configuration and from Settings, the
 // network policy from the session and its model route.
-func (a *App) setupWorkspaces(ctx context.Context) error {
-	sb, err := sandbox.New(ctx, a.Log, a.Config.Sandbox)
-	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+func (a *App) setupWorkspaces(ctx context.Context, sb *sandbox.Sandbox) error {
+	if sb == nil {
+		var err error
+		if sb, err = sandbox.New(ctx, a.Log, a.Config.Sandbox); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
 	}
 	a.Sandbox = sb
 	ws, err := workspace.New(workspace.Deps{

@@ -40,7 +40,7 @@ func openSQLite(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err e
 		return fmt.Errorf("open database %s: %w", path, err)
 	}
 	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := os.MkdirAll(dir, 0o711); err != nil { // traversable, not listable: see app.New
 			return nil, wrap(err)
 		}
 	}

@@ -357,3 +357,14 @@ func existing(paths []string) []string {
 	}
 	return out
 }
+
+// Unavailable is a sandbox that refuses every tool process, with reason as
+// its Problem: what New gives on a kernel without Landlock. Tests use it
+// to check that nothing degrades silently where that happens.
+func Unavailable(reason string) *Sandbox {
+	cfg := Config{Mode: ModeAuto}.withDefaults()
+	return &Sandbox{cfg: cfg, status: Status{
+		Mode: cfg.Mode, UID: cfg.UID, GID: cfg.GID, Limits: cfg.Limits,
+		ReadOnly: existing(slices.Clone(systemRO)), Problem: reason,
+	}}
+}

@@ -87,15 +87,17 @@ func New(d Deps) (*Manager, error) {
 		d.Network = func(context.Context, string) bool { return false }
 	}
 	m := &Manager{d: d, fresh: filepath.Join(d.DataDir, "workspaces"), scratch: filepath.Join(d.DataDir, "scratch")}
+	// Both parents are traversable but not listable: a session's own
+	// directories are reached by their paths (bind mounts under
+	// bubblewrap, plain paths under Landlock alone); nobody lists the
+	// others.
 	for _, dir := range []string{m.fresh, m.scratch} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
-	}
-	// The scratch parent is private: each session's directory inside it is
-	// reached only through its own bind mount.
-	if err := os.Chmod(m.scratch, 0o711); err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
 	}
 	return m, nil
 }
