@@ -244,7 +244,7 @@ func TestCloneLocalRepository(t *testing.T) {
 		t.Fatalf("clone state %q", s.Workspace.State)
 	}
 	// The held prompt ran once the clone was ready.
-	e.idle(s.ID)
+	waitTurnEnd(t, e.env, s.ID)
 	out := lastToolText(t, e.env, s.ID)
 	if !strings.Contains(out, `println("cloned")`) {
 		t.Fatalf("the held prompt did not run on the clone: %q", out)
@@ -488,7 +488,7 @@ func TestCloneOverHTTPFromAnAllowedHost(t *testing.T) {
 	if s = waitWorkspace(t, e.env, s.ID); s.Workspace.State != service.WorkspaceReady {
 		t.Fatalf("clone state %q: %+v", s.Workspace.State, lastEvent[session.WorkspaceFailed](t, e.env, s.ID, session.TypeWorkspaceFailed))
 	}
-	e.idle(s.ID)
+	waitTurnEnd(t, e.env, s.ID)
 	if out := lastToolText(t, e.env, s.ID); !strings.Contains(out, `println("cloned")`) {
 		t.Fatalf("the clone is not in the workspace: %q", out)
 	}
@@ -496,5 +496,25 @@ func TestCloneOverHTTPFromAnAllowedHost(t *testing.T) {
 	e.run(e.alice, s.ID, "run: git ls-remote "+srv.URL+"/hello.git; echo status=$?")
 	if out := lastToolText(t, e.env, s.ID); strings.Contains(out, "status=0") {
 		t.Fatalf("a tool reached the network: %q", out)
+	}
+}
+
+// waitTurnEnd waits for the session's first turn to end (the held prompt is
+// sent a moment after the workspace is marked ready).
+func waitTurnEnd(t *testing.T, e *env, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if ag, ok := e.app.Manager.Lookup(id); ok {
+			for _, ev := range ag.Log().Events(0, ag.Log().Len()) {
+				if ev.Type == session.TypeTurnEnd {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no turn ended")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
