@@ -58,11 +58,13 @@ func (a *Agent) buildRequest(ctx context.Context, turn, step int, system string,
 		return llm.Request{}, nil, llm.ProviderInfo{}, err
 	}
 
+	history, wire := a.log.HistoryWire()
 	req := llm.Request{
 		CallConfig: cfg,
 		System:     system,
 		Tools:      schemas,
-		Messages:   a.log.History(),
+		Messages:   history,
+		Wire:       wire,
 		SessionID:  a.id,
 	}
 	if a.m.opts.VerifyRequests {

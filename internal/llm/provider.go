@@ -50,6 +50,22 @@ type Request struct {
 	Messages  []Message
 	SessionID string
 	Purpose   Purpose
+	// Wire, when set, keeps the provider's encoding of each of Messages
+	// across requests (the session log holds it with its derived
+	// history), so a request encodes only the messages it has not sent
+	// before. Nil encodes every message.
+	Wire WireCache `json:"-"`
+}
+
+// WireCache keeps provider encodings of a request's history. Encoded
+// returns the encodings of every message of Messages, in order, as a few
+// segments, each a comma-separated run of encodings (the provider joins
+// segments with commas; an empty message encodes to nothing). encode runs
+// once per message and variant (the provider's wire dialect) in the
+// history's life, so a request encodes only what is new. It is safe for
+// concurrent use.
+type WireCache interface {
+	Encoded(variant string, encode func(Message) ([]byte, error)) ([][]byte, error)
 }
 
 // Emit receives stream chunks in order. Returning an error stops the stream;
@@ -106,9 +122,14 @@ type ModelInfo struct {
 // RetryPolicy is the provider-owned retry rule the driver applies on
 // agent/request-error.
 type RetryPolicy struct {
+	// Mode is RetryNormal ("", the default) or RetryAlways.
+	Mode           RetryMode
 	MaxRetries     int
 	RetryableCodes []Code
 	InitialDelay   time.Duration
 	MaxDelay       time.Duration
 	JitterRatio    float64
+	// Key names the policy in llm/retry events (policyKey); the retry
+	// budget is counted per (turn, step, provider, key). Empty: the mode.
+	Key string
 }

@@ -38,12 +38,17 @@ type Log struct {
 	records []record
 	surface surface
 	derived []llm.Message
-	fold    fold
+	// derivedGen counts rebuilds of derived (replacements).
+	derivedGen uint64
+	// wire caches provider encodings of the derived messages.
+	wire wireStore
+	fold fold
 
 	// Publishing state, see publish.go.
 	subs       []*subscriber // copy-on-write
 	pending    []Event
 	delivering bool
+	held       int // HoldDelivery holds in force
 }
 
 // New returns a fresh, empty live log.

@@ -29,6 +29,9 @@ type Provider struct {
 	info     llm.ProviderInfo
 	client   *goai.Client
 	endpoint string // base URL + /chat/completions, named in failures
+	// variant names the wire dialect of encodeMessage (the kind decides
+	// reasoning passback) for the log's wire cache.
+	variant string
 }
 
 // New validates cfg and builds the route's client.
@@ -80,7 +83,7 @@ func New(cfg Config) (*Provider, error) {
 	cc.EmptyMessagesLimit = math.MaxUint32 // comments are filtered; blank lines are framing
 
 	return &Provider{
-		cfg: cfg,
+		cfg: cfg, variant: "openai-chat/" + string(cfg.Kind),
 		info: llm.ProviderInfo{
 			Name: cfg.Name, Label: cfg.Label, Offline: cfg.Offline,
 			DefaultModel: cfg.DefaultModel, Models: cfg.Models, Retry: cfg.Retry,

@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 
@@ -13,14 +15,20 @@ import (
 // noOutput replaces an empty tool result: providers reject empty tool content.
 const noOutput = "(no output)"
 
-// wirePatch holds what go-openai's request struct cannot express; the
-// transport applies it to the encoded body (see transport.go).
+// wirePatch holds what go-openai's request struct does not carry; the
+// transport splices it into the encoded body (see transport.go).
 type wirePatch struct {
 	// thinking is the DeepSeek top-level switch: "enabled", "disabled" or "".
 	thinking string
 	// zeroTemperature sends an explicit temperature 0, which go-openai's
 	// omitempty float drops.
 	zeroTemperature bool
+	// messages are the encoded wire messages as segments (each one or more
+	// JSON objects, comma-separated), in order. go-openai encodes a request
+	// without messages; the transport puts these in its place, without
+	// copying them. With the session log's wire cache a turn encodes what
+	// is new, not the whole history.
+	messages [][]byte
 }
 
 // buildRequest maps an llm.Request to the go-openai request plus the patch.
@@ -39,14 +47,15 @@ func (p *Provider) buildRequest(req llm.Request) (goai.ChatCompletionRequest, wi
 	}
 	patch.thinking = thinking
 
-	msgs, f := p.messages(req.System, req.Messages)
+	msgs, f := p.messages(req)
 	if f != nil {
 		return goai.ChatCompletionRequest{}, patch, f
 	}
+	patch.messages = msgs
 
 	out := goai.ChatCompletionRequest{
 		Model:           model,
-		Messages:        msgs,
+		Messages:        nil, // spliced by the transport: see wirePatch
 		Stream:          true,
 		StreamOptions:   &goai.StreamOptions{IncludeUsage: true},
 		ReasoningEffort: string(effort),
@@ -119,26 +128,98 @@ func (p *Provider) resolveEffort(info llm.ModelInfo, req llm.Request) (thinking 
 	return "enabled", effort, nil
 }
 
-// messages serializes the system prompt and history (upstream §5.4 Messages).
-func (p *Provider) messages(system string, history []llm.Message) ([]goai.ChatCompletionMessage, *llm.Failure) {
-	out := make([]goai.ChatCompletionMessage, 0, len(history)+1)
-	if system != "" {
-		out = append(out, goai.ChatCompletionMessage{Role: goai.ChatMessageRoleSystem, Content: system})
+// messages encodes the system prompt and history (upstream §5.4 Messages)
+// as comma-separated segments: each history message is encoded once in the
+// session's life when the request carries the log's wire cache, else each
+// time.
+func (p *Provider) messages(req llm.Request) ([][]byte, *llm.Failure) {
+	out := make([][]byte, 0, 2)
+	if req.System != "" {
+		b, err := json.Marshal(wireMessage{Role: goai.ChatMessageRoleSystem, Content: req.System})
+		if err != nil {
+			return nil, llm.Errorf(llm.CodeInvalidRequest, "encode the system prompt: %v", err)
+		}
+		out = append(out, b)
 	}
-	for _, m := range history {
-		if f := rejectImages(m.Content); f != nil {
+	var segs [][]byte
+	var err error
+	if req.Wire != nil {
+		segs, err = req.Wire.Encoded(p.variant, p.encodeMessage)
+	} else {
+		segs, err = p.encodeAll(req.Messages)
+	}
+	if err != nil {
+		var f *llm.Failure
+		if errors.As(err, &f) {
 			return nil, f
 		}
-		switch m.Role {
-		case llm.RoleSystem:
-			out = append(out, goai.ChatCompletionMessage{Role: goai.ChatMessageRoleSystem, Content: joinText(m.Content, llm.BlockText)})
-		case llm.RoleAssistant:
-			out = append(out, p.assistant(m))
-		default:
-			out = append(out, user(m)...)
+		return nil, llm.Errorf(llm.CodeInvalidRequest, "encode the history: %v", err)
+	}
+	for _, s := range segs {
+		if len(s) > 0 {
+			out = append(out, s)
 		}
 	}
 	return out, nil
+}
+
+// encodeAll encodes a history without a cache.
+func (p *Provider) encodeAll(msgs []llm.Message) ([][]byte, error) {
+	out := make([][]byte, 0, len(msgs))
+	for _, m := range msgs {
+		b, err := p.encodeMessage(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// wireMessage is a chat message as the OpenAI-compatible wire takes it.
+// Unlike go-openai's, content is always present: DeepSeek wants "" on
+// tool-call-only and reasoning-only assistant turns, never a missing field.
+type wireMessage struct {
+	Role             string          `json:"role"`
+	Content          string          `json:"content"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []goai.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
+}
+
+func toWire(m goai.ChatCompletionMessage) wireMessage {
+	return wireMessage{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+}
+
+// encodeMessage encodes one history message as one or more comma-separated
+// wire messages (a user message with tool results becomes a message per
+// result). Its output depends only on the message and p.variant.
+func (p *Provider) encodeMessage(m llm.Message) ([]byte, error) {
+	if f := rejectImages(m.Content); f != nil {
+		return nil, f
+	}
+	var wire []goai.ChatCompletionMessage
+	switch m.Role {
+	case llm.RoleSystem:
+		wire = []goai.ChatCompletionMessage{{Role: goai.ChatMessageRoleSystem, Content: joinText(m.Content, llm.BlockText)}}
+	case llm.RoleAssistant:
+		wire = []goai.ChatCompletionMessage{p.assistant(m)}
+	default:
+		wire = user(m)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for i, w := range wire {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := enc.Encode(toWire(w)); err != nil {
+			return nil, err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+	}
+	return buf.Bytes(), nil
 }
 
 // assistant serializes an assistant message; content is "" rather than

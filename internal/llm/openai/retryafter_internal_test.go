@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -71,18 +73,26 @@ func TestClassifyHTTP(t *testing.T) {
 	}
 }
 
-func TestPatchKeepsOtherFields(t *testing.T) {
+func TestPatchSplicesMessagesAndFields(t *testing.T) {
 	t.Parallel()
-	in := []byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c"}]},{"role":"user","content":"x"}],"stream":true}`)
-	out, err := wirePatch{thinking: "disabled", zeroTemperature: true}.apply(in)
+	in := []byte(`{"model":"m","messages":null,"stream":true}`)
+	p := wirePatch{thinking: "disabled", zeroTemperature: true, messages: [][]byte{
+		[]byte(`{"role":"assistant","content":"","tool_calls":[{"id":"c"}]}`),
+		[]byte(`{"role":"user","content":"x"},{"role":"tool","content":"y","tool_call_id":"c"}`),
+	}}
+	parts, err := p.apply(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"messages":[{"content":"","role":"assistant","tool_calls":[{"id":"c"}]},{"content":"x","role":"user"}],"model":"m","stream":true,"temperature":0,"thinking":{"type":"disabled"}}`
+	out, _ := io.ReadAll(&partsReader{parts: parts})
+	want := `{"model":"m","messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c"}]},{"role":"user","content":"x"},{"role":"tool","content":"y","tool_call_id":"c"}],"stream":true,"thinking":{"type":"disabled"},"temperature":0}`
 	if string(out) != want {
 		t.Fatalf("patched = %s", out)
 	}
-	if _, err := (wirePatch{}).apply([]byte("not json")); err == nil {
-		t.Fatal("bad body accepted")
+	if !json.Valid(out) {
+		t.Fatal("not JSON")
+	}
+	if _, err := (wirePatch{}).apply([]byte(`{"model":"m"}`)); err == nil {
+		t.Fatal("a body without the messages field was accepted")
 	}
 }

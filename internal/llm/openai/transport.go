@@ -3,10 +3,10 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 )
 
 // Why a RoundTripper: go-openai is the client, but it cannot express parts
@@ -87,46 +87,89 @@ func (c *call) prepare(req *http.Request) (*http.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
-	body, err := c.patch.apply(raw)
+	parts, err := c.patch.apply(raw)
 	if err != nil {
 		return nil, fmt.Errorf("patch request body: %w", err)
 	}
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.ContentLength = int64(len(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	var size int64
+	for _, p := range parts {
+		size += int64(len(p))
+	}
+	out.Body = &partsReader{parts: slices.Clone(parts)}
+	out.ContentLength = size
+	out.GetBody = func() (io.ReadCloser, error) { return &partsReader{parts: slices.Clone(parts)}, nil }
 	return out, nil
 }
 
-// apply edits the JSON body go-openai encoded: it adds `thinking`, an
-// explicit zero temperature, and "content": "" on messages without content.
-func (p wirePatch) apply(raw []byte) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, fmt.Errorf("decode body: %w", err)
+// messagesNull is how go-openai encodes the request's (empty) messages. A
+// string value cannot hold it unescaped, so its one occurrence is the
+// top-level field.
+var messagesNull = []byte(`"messages":null`)
+
+// apply splices into the JSON body go-openai encoded (without messages) the
+// encoded messages, `thinking` and an explicit zero temperature. It returns
+// the body as parts to send in order: the history's segments are not
+// copied, nor is anything decoded — the body of a long session is large, and
+// every turn sends it.
+func (p wirePatch) apply(raw []byte) ([][]byte, error) {
+	at := bytes.Index(raw, messagesNull)
+	end := bytes.LastIndexByte(raw, '}')
+	if at < 0 || end < at {
+		return nil, fmt.Errorf("the encoded request has no empty messages field to fill")
 	}
+	parts := make([][]byte, 0, 2*len(p.messages)+4)
+	parts = append(parts, raw[:at], []byte(`"messages":[`))
+	for i, m := range p.messages {
+		if i > 0 {
+			parts = append(parts, comma)
+		}
+		parts = append(parts, m)
+	}
+	var tail []byte
+	tail = append(tail, ']')
+	tail = append(tail, raw[at+len(messagesNull):end]...)
 	if p.thinking != "" {
-		top["thinking"] = json.RawMessage(`{"type":"` + p.thinking + `"}`)
+		tail = append(tail, `,"thinking":{"type":"`+p.thinking+`"}`...)
 	}
 	if p.zeroTemperature {
-		top["temperature"] = json.RawMessage(`0`)
+		tail = append(tail, `,"temperature":0`...)
 	}
-	var msgs []map[string]json.RawMessage
-	if err := json.Unmarshal(top["messages"], &msgs); err != nil {
-		return nil, fmt.Errorf("decode messages: %w", err)
-	}
-	changed := false
-	for _, m := range msgs {
-		if _, ok := m["content"]; !ok {
-			m["content"] = json.RawMessage(`""`)
-			changed = true
-		}
-	}
-	if changed {
-		enc, err := json.Marshal(msgs)
-		if err != nil {
-			return nil, fmt.Errorf("encode messages: %w", err)
-		}
-		top["messages"] = enc
-	}
-	return json.Marshal(top)
+	tail = append(tail, raw[end:]...)
+	return append(parts, tail), nil
 }
+
+var comma = []byte{','}
+
+// partsReader reads parts in order; WriteTo hands each to the writer whole,
+// so net/http writes a large history without copying it.
+type partsReader struct {
+	parts [][]byte
+}
+
+func (r *partsReader) Read(b []byte) (int, error) {
+	for len(r.parts) > 0 && len(r.parts[0]) == 0 {
+		r.parts = r.parts[1:]
+	}
+	if len(r.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.parts[0])
+	r.parts[0] = r.parts[0][n:]
+	return n, nil
+}
+
+func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for len(r.parts) > 0 {
+		n, err := w.Write(r.parts[0])
+		total += int64(n)
+		r.parts[0] = r.parts[0][n:]
+		if err != nil {
+			return total, err
+		}
+		r.parts = r.parts[1:]
+	}
+	return total, nil
+}
+
+func (r *partsReader) Close() error { return nil }
