@@ -60,17 +60,23 @@ func (st Status) Summary() string {
 
 // Sandbox starts confined processes. It is safe for concurrent use.
 type Sandbox struct {
-	cfg    Config
+	cfg Config
+	// ready is closed once the probe decided status, bwrap and exe; they
+	// are read only after it.
+	ready  chan struct{}
 	status Status
 	bwrap  string // bubblewrap binary when namespaces are in force
 	exe    string // the helper: this binary
 }
 
-// New probes the mechanisms the configuration asks for, runs a confined
-// self-test and returns the sandbox with its Status. It fails only on an
-// invalid configuration or when mode bwrap or landlock was asked for and
-// cannot work; in auto mode a missing mechanism degrades (bubblewrap) or
-// makes Command refuse (Landlock), as Status says.
+// New checks the configuration and probes the mechanisms it asks for with
+// a confined self-test. In auto mode the probe runs in the background, so
+// the server starts without waiting for it; Command and Status wait for its
+// verdict (tens of milliseconds). New fails only on an invalid
+// configuration or when mode bwrap or landlock was asked for and cannot
+// work (those probes run before New returns); in auto mode a missing
+// mechanism degrades (bubblewrap) or makes Command refuse (Landlock), as
+// Status says and the log tells.
 func New(ctx context.Context, log *slog.Logger, cfg Config) (*Sandbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -79,34 +85,52 @@ func New(ctx context.Context, log *slog.Logger, cfg Config) (*Sandbox, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{cfg: cfg, status: Status{
+	s := &Sandbox{cfg: cfg, ready: make(chan struct{}), status: Status{
 		Mode: cfg.Mode, UID: cfg.UID, GID: cfg.GID, Limits: cfg.Limits,
 		ReadOnly: existing(append(slices.Clone(systemRO), cfg.ReadOnly...)),
 	}}
+	if cfg.Mode != ModeAuto {
+		defer close(s.ready)
+		return s, s.probe(ctx, log)
+	}
+	// The probe outlives New's caller: it must not end with its context.
+	go func() {
+		defer close(s.ready)
+		_ = s.probe(context.WithoutCancel(ctx), log)
+	}()
+	return s, nil
+}
+
+// probe decides what is in force. It returns an error only for an explicit
+// mode that cannot work.
+func (s *Sandbox) probe(ctx context.Context, log *slog.Logger) error {
+	cfg := s.cfg
 	if cfg.Mode == ModeOff {
 		s.status.Active = true
 		log.Warn("sandbox is OFF: tool processes can reach everything the server can", "sandbox", s.status.Summary())
-		return s, nil
+		return nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox helper: %w", err)
+		s.status.Problem = "the sandbox helper (this binary) cannot be found: " + err.Error()
+		log.Error("sandbox unavailable: shell tools are refused", "reason", s.status.Problem)
+		return fmt.Errorf("sandbox helper: %w", err)
 	}
 	s.exe = exe
 	s.status.Landlock = landlockABI()
 	if s.status.Landlock < 1 {
 		s.status.Problem = "the kernel does not support Landlock; set HARNESS_SANDBOX=off to run tools unconfined"
 		if cfg.Mode != ModeAuto {
-			return nil, fmt.Errorf("sandbox mode %s: %s", cfg.Mode, s.status.Problem)
+			return fmt.Errorf("sandbox mode %s: %s", cfg.Mode, s.status.Problem)
 		}
 		log.Error("sandbox unavailable: shell tools are refused", "reason", s.status.Problem)
-		return s, nil
+		return nil
 	}
 	if cfg.Mode != ModeLandlock {
 		if err := s.tryBwrap(ctx); err != nil {
 			s.status.BwrapProblem = err.Error()
 			if cfg.Mode == ModeBwrap {
-				return nil, fmt.Errorf("sandbox mode bwrap: %w", err)
+				return fmt.Errorf("sandbox mode bwrap: %w", err)
 			}
 			log.Warn("bubblewrap is not used: tools get Landlock without namespaces (install bubblewrap for a private /proc, /tmp and network)", "reason", err)
 		}
@@ -115,15 +139,15 @@ func New(ctx context.Context, log *slog.Logger, cfg Config) (*Sandbox, error) {
 		if err := s.selfTest(ctx); err != nil {
 			s.status.Problem = "the Landlock self-test failed: " + err.Error()
 			if cfg.Mode != ModeAuto {
-				return nil, fmt.Errorf("sandbox mode %s: %s", cfg.Mode, s.status.Problem)
+				return fmt.Errorf("sandbox mode %s: %s", cfg.Mode, s.status.Problem)
 			}
 			log.Error("sandbox unavailable: shell tools are refused", "reason", s.status.Problem)
-			return s, nil
+			return nil
 		}
 	}
 	s.status.Active, s.status.Confined = true, true
 	log.Info("sandbox ready", "sandbox", s.status.Summary())
-	return s, nil
+	return nil
 }
 
 // tryBwrap finds bubblewrap and keeps it when a confined self-test passes.
@@ -149,8 +173,9 @@ func (s *Sandbox) tryBwrap(ctx context.Context) error {
 	return nil
 }
 
-// Status is what is in force.
+// Status is what is in force (once the probe has decided it).
 func (s *Sandbox) Status() Status {
+	<-s.ready
 	st := s.status
 	st.ReadOnly = slices.Clone(st.ReadOnly)
 	return st
@@ -208,6 +233,7 @@ type Process struct {
 // namespace dies with it). It returns ErrUnavailable (wrapped, with the
 // reason) when tool processes are refused.
 func (s *Sandbox) Command(p Process) (*exec.Cmd, error) {
+	<-s.ready
 	if !s.status.Active {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, s.status.Problem)
 	}
@@ -363,7 +389,9 @@ func existing(paths []string) []string {
 // to check that nothing degrades silently where that happens.
 func Unavailable(reason string) *Sandbox {
 	cfg := Config{Mode: ModeAuto}.withDefaults()
-	return &Sandbox{cfg: cfg, status: Status{
+	ready := make(chan struct{})
+	close(ready)
+	return &Sandbox{cfg: cfg, ready: ready, status: Status{
 		Mode: cfg.Mode, UID: cfg.UID, GID: cfg.GID, Limits: cfg.Limits,
 		ReadOnly: existing(slices.Clone(systemRO)), Problem: reason,
 	}}
