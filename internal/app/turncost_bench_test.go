@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"harness/client"
 	"harness/internal/app"
 	"harness/internal/driver"
 	"harness/internal/driverstore"
 	"harness/internal/llm"
+	"harness/internal/llm/fake"
 	"harness/internal/llm/openai"
 	"harness/internal/models"
 	"harness/internal/session"
@@ -157,5 +159,59 @@ func BenchmarkTurnCPU(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64((cpuTime()-start).Microseconds())/1000/float64(b.N), "cpu-ms/turn")
 		})
+	}
+}
+
+// BenchmarkStorageBytesPerEvent runs the storage workload of the
+// side-by-side measurements (one session, 200 turns, replies of 16 text
+// chunks from the demo model, unpaced) and reports the SQLite database's
+// size after a WAL checkpoint per stored event, with and without the empty
+// database's own size.
+func BenchmarkStorageBytesPerEvent(b *testing.B) {
+	for b.Loop() {
+		a := testkit.StartApp(b, nil, app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(0)}})
+		ctx := context.Background()
+		size := func() int64 {
+			if err := a.DB.W.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`).Error; err != nil {
+				b.Fatal(err)
+			}
+			fi, err := os.Stat(a.Config.DBDSN)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return fi.Size()
+		}
+		empty := size()
+		u := a.User(b, "bench", false)
+		s, err := u.Client.CreateSession(ctx, client.NewSession{Mode: "auto"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ag, err := a.Manager.Get(ctx, s.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range 200 {
+			if err := ag.Followup(ctx, llm.UserText("long: 16", llm.Source{Kind: llm.SourceUser, UserID: u.ID, Name: "bench"})); err != nil {
+				b.Fatal(err)
+			}
+			if err := ag.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := a.Store.W.Flush(ctx, s.ID); err != nil {
+			b.Fatal(err)
+		}
+		events := float64(ag.Log().Len())
+		total := size()
+		if keep := os.Getenv("HARNESS_BENCH_KEEPDB"); keep != "" {
+			// For looking at where the bytes go (sqlite3's dbstat).
+			if err := a.DB.W.Exec(`VACUUM INTO ?`, keep).Error; err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(events, "events")
+		b.ReportMetric(float64(total)/events, "bytes/event")
+		b.ReportMetric(float64(total-empty)/events, "delta-bytes/event")
 	}
 }

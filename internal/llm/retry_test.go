@@ -82,3 +82,28 @@ func TestDecideCapsAtMax(t *testing.T) {
 		t.Fatalf("default rnd delay %v", d)
 	}
 }
+
+// Always mode retries every failure with no budget; a Retry-After above the
+// cap falls back to the local backoff. The policy key defaults to the mode.
+func TestDecideAlways(t *testing.T) {
+	t.Parallel()
+	p := DefaultRetryPolicy()
+	p.Mode = RetryAlways
+	mid := func() float64 { return 0.5 }
+	if d, ok := p.Decide(100, &Failure{Code: CodeAuth}, mid); !ok || d != p.MaxDelay {
+		t.Fatalf("retry 100 of AUTH: %v %v", d, ok)
+	}
+	if d, ok := p.Decide(1, &Failure{Code: CodeRateLimit, RetryAfterMs: 60_000}, mid); !ok || d != p.InitialDelay {
+		t.Fatalf("long Retry-After: %v %v", d, ok)
+	}
+	if _, ok := p.Decide(1, nil, mid); ok {
+		t.Fatal("nil failure retried")
+	}
+	if p.PolicyKey() != "always" || DefaultRetryPolicy().PolicyKey() != "normal" || DefaultRetryPolicy().ModeName() != RetryNormal {
+		t.Fatalf("keys %q %q", p.PolicyKey(), DefaultRetryPolicy().PolicyKey())
+	}
+	p.Key = "fast"
+	if p.PolicyKey() != "fast" || p.IsZero() {
+		t.Fatal("explicit key")
+	}
+}

@@ -25,7 +25,7 @@ func TestOpenMigratesAndReopens(t *testing.T) {
 				t.Errorf("table for %T missing", m)
 			}
 		}
-		if !db.W.Migrator().HasIndex(&Event{}, "idx_events_boundaries") {
+		if !db.W.Migrator().HasIndex(&LogRow{}, "idx_log_rows_boundaries") {
 			t.Error("partial index idx_events_boundaries missing")
 		}
 		// Migrations are idempotent.

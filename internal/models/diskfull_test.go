@@ -82,7 +82,7 @@ func TestWriterFlushRetriesNow(t *testing.T) {
 	s := newTestStore(t, db, WriterOptions{Retries: 0})
 	id := mustCreate(t, s, &Session{OwnerID: "o"}).ID
 	// Fail inserts until the trigger is dropped.
-	if err := db.W.Exec(`CREATE TRIGGER fail_insert BEFORE INSERT ON events BEGIN SELECT RAISE(FAIL, 'disk is full'); END`).Error; err != nil {
+	if err := db.W.Exec(`CREATE TRIGGER fail_insert BEFORE INSERT ON log_rows BEGIN SELECT RAISE(FAIL, 'disk is full'); END`).Error; err != nil {
 		t.Fatal(err)
 	}
 	s.W.Enqueue(id, variedEvent(id, 0))

@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -18,21 +17,52 @@ type RawEvent struct {
 	Body []byte `json:"body"`
 }
 
-// rangeQuery selects a session's events with since < seq [< before] in
-// ascending order; limit <= 0 means all.
-func (s *Store) rangeQuery(ctx context.Context, cols, sessionID string, since, before int64, limit int) (*sql.Rows, error) {
-	q := "SELECT " + cols + " FROM events WHERE session_id = ? AND seq > ?"
-	args := []any{sessionID, since}
+// scanRows reads the rows holding the session's events with since < seq
+// [< before] in ascending order and hands each event to yield, at most limit
+// events (<= 0: all). A packed run may start before since+1: the query
+// starts maxRun seqs early and the events at or below since are skipped.
+// The session is found by its id: its LogKey comes from the sessions row in
+// the same query.
+// Rows' bodies are scratch memory valid during the call of fn only.
+func (s *Store) scanRows(ctx context.Context, sessionID string, since, before int64, limit int, fn func(storedRow) error) error {
+	q := `SELECT seq, n, "time", "type", meta, body FROM log_rows WHERE log_key = (SELECT log_key FROM sessions WHERE id = ?) AND seq > ?`
+	args := []any{sessionID, since - maxRun}
 	if before >= 0 {
 		q += " AND seq < ?"
 		args = append(args, before)
 	}
 	q += " ORDER BY seq"
-	if limit > 0 {
-		q += " LIMIT ?"
-		args = append(args, limit)
+	rows, err := s.DB.r.QueryContext(ctx, s.q(q), args...)
+	if err != nil {
+		return err
 	}
-	return s.DB.r.QueryContext(ctx, s.q(q), args...)
+	defer rows.Close()
+	for rows.Next() {
+		var r storedRow
+		var body sql.RawBytes
+		if err := rows.Scan(&r.seq, &r.n, &r.time, &r.typ, &r.meta, &body); err != nil {
+			return err
+		}
+		if r.seq+int64(r.n)-1 <= since {
+			continue
+		}
+		r.body = body
+		if err := fn(r); err != nil {
+			if errors.Is(err, errEnough) {
+				return rows.Close()
+			}
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// errEnough stops a scan early.
+var errEnough = errors.New("enough rows")
+
+// inRange reports whether seq lies in (since, before) (before < 0: no bound).
+func inRange(seq, since, before int64) bool {
+	return seq > since && (before < 0 || seq < before)
 }
 
 // EventsSince returns the session's events with seq > since, ascending, at
@@ -45,47 +75,49 @@ func (s *Store) EventsSince(ctx context.Context, sessionID string, since int64, 
 	return evs, nil
 }
 
-// decodeRange reads and decodes events with since < seq < before (before <
-// 0: no upper bound).
+// decodeRange reads events with since < seq < before (before < 0: no upper
+// bound). Reading parses no event JSON: the columns hold the envelope, and
+// Data is the stored data bytes (see LogRow).
 func (s *Store) decodeRange(ctx context.Context, sessionID string, since, before int64, limit int) ([]session.Event, error) {
-	rows, err := s.rangeQuery(ctx, "body", sessionID, since, before, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	evs := make([]session.Event, 0, s.capHint(ctx, sessionID, since, before, limit))
-	var body sql.RawBytes // Unmarshal copies what it keeps (Data), so no copy here
-	for rows.Next() {
-		if err := rows.Scan(&body); err != nil {
-			return nil, err
-		}
-		evs = append(evs, session.Event{})
-		if err := json.Unmarshal(body, &evs[len(evs)-1]); err != nil {
-			return nil, fmt.Errorf("decode stored event after seq %d: %w", lastSeq(evs[:len(evs)-1], since), err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	err := s.scanRows(ctx, sessionID, since, before, limit, func(r storedRow) error {
+		return r.events(func(ev session.Event) error {
+			if !inRange(ev.Seq, since, before) {
+				if before >= 0 && ev.Seq >= before {
+					return errEnough
+				}
+				return nil
+			}
+			evs = append(evs, ev)
+			if limit > 0 && len(evs) == limit {
+				return errEnough
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read stored events after seq %d: %w", lastSeq(evs, since), err)
 	}
 	return evs, nil
 }
 
-// EventsRaw is EventsSince returning the stored bodies byte for byte.
+// EventsRaw is EventsSince returning each event's stored JSON, byte for
+// byte what the log sent live.
 func (s *Store) EventsRaw(ctx context.Context, sessionID string, since int64, limit int) ([]RawEvent, error) {
-	rows, err := s.rangeQuery(ctx, `seq, "type", body`, sessionID, since, -1, limit)
-	if err != nil {
-		return nil, fmt.Errorf("raw events of session %s: %w", sessionID, err)
-	}
-	defer rows.Close()
 	evs := make([]RawEvent, 0, s.capHint(ctx, sessionID, since, -1, limit))
-	for rows.Next() {
-		var ev RawEvent
-		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Body); err != nil {
-			return nil, fmt.Errorf("raw events of session %s: %w", sessionID, err)
-		}
-		evs = append(evs, ev)
-	}
-	if err := rows.Err(); err != nil {
+	err := s.scanRows(ctx, sessionID, since, -1, limit, func(r storedRow) error {
+		return r.raw(func(seq int64, typ string, body []byte) error {
+			if seq <= since {
+				return nil
+			}
+			evs = append(evs, RawEvent{Seq: seq, Type: typ, Body: body})
+			if limit > 0 && len(evs) == limit {
+				return errEnough
+			}
+			return nil
+		})
+	})
+	if err != nil {
 		return nil, fmt.Errorf("raw events of session %s: %w", sessionID, err)
 	}
 	return evs, nil

@@ -65,6 +65,19 @@ func openSQLiteTest(t *testing.T) *DB {
 // search_path set to it and drops it when the test ends.
 func openPostgresTest(t *testing.T, dsn string) *DB {
 	t.Helper()
+	schemaDSN, _ := postgresSchema(t, dsn)
+	db, err := Open(t.Context(), testLogger(t), Config{Driver: DriverPostgres, DSN: schemaDSN})
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// postgresSchema creates a schema dropped when the test ends; it returns
+// the DSN that uses it and an admin connection whose statements go to it.
+func postgresSchema(t *testing.T, dsn string) (string, *sql.DB) {
+	t.Helper()
 	ctx := context.Background()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -73,21 +86,21 @@ func openPostgresTest(t *testing.T, dsn string) *DB {
 	if err != nil {
 		t.Fatalf("postgres: %v", err)
 	}
-	t.Cleanup(func() { _ = admin.Close() })
 	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("create schema: %v", err)
 	}
-	db, err := Open(ctx, testLogger(t), Config{Driver: DriverPostgres, DSN: dsn + " search_path=" + schema})
-	if err != nil {
-		t.Fatalf("open postgres: %v", err)
+	_ = admin.Close()
+	schemaDSN := dsn + " search_path=" + schema
+	if admin, err = sql.Open("pgx", schemaDSN); err != nil {
+		t.Fatalf("postgres: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = db.Close()
+		defer admin.Close()
 		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			t.Errorf("drop schema: %v", err)
 		}
 	})
-	return db
+	return schemaDSN, admin
 }
 
 // newTestStore opens a writer and a store on db; the writer is closed at

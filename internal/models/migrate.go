@@ -3,10 +3,12 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
-// boundaryTypes are the event types TailPage and Summary look up by type. The
-// partial index below covers exactly this list, and every query that wants
+// boundaryFilter selects the boundary rows (boundaryTypes, logrows.go) that
+// TailPage and Summary look up by type. The partial index below covers
+// exactly this list, and every query that wants
 // the index repeats boundaryFilter verbatim: both SQLite and PostgreSQL only
 // use a partial index when the query's WHERE clause contains its predicate.
 const boundaryFilter = `type IN ('turn/start','step/start','user/message','assistant/message')`
@@ -14,15 +16,40 @@ const boundaryFilter = `type IN ('turn/start','step/start','user/message','assis
 // extraMigrations are what AutoMigrate cannot express.
 var extraMigrations = []string{
 	// Message and turn boundaries, for TailPage cuts and Summary counts; a
-	// partial index costs nothing for the chunk rows that dominate the log.
-	`CREATE INDEX IF NOT EXISTS idx_events_boundaries ON events (session_id, seq, type) WHERE ` + boundaryFilter,
+	// partial index costs nothing for the group rows that dominate the log
+	// (a boundary is a row of its own, so seq is its own seq).
+	`CREATE INDEX IF NOT EXISTS idx_log_rows_boundaries ON log_rows (log_key, seq, type) WHERE ` + boundaryFilter,
 	// Sessions with queued inbox items, scanned at server start.
 	`CREATE INDEX IF NOT EXISTS idx_sessions_pending_inbox ON sessions (id) WHERE pending_inbox > 0`,
 }
 
-// migrate brings the schema up to date; it is idempotent.
-func migrate(ctx context.Context, db *DB) error {
-	if err := db.W.WithContext(ctx).AutoMigrate(AllModels()...); err != nil {
+// schemaSteps are the ordered migrations beyond migrateModels: append new
+// ones at the end, never edit, reorder or remove one (schema_version.go
+// says when they run and how to write them).
+var schemaSteps = []schemaStep{
+	{name: "baseline: the tables and indexes of migrateModels"},
+	{name: "sessions get log keys", run: assignLogKeys},
+	{name: "events move to log_rows", run: func(ctx context.Context, db *DB) error {
+		_, err := convertLegacyEvents(ctx, db.W)
+		return err
+	}},
+}
+
+// migrateModels brings every table, column and index to what the models
+// and extraMigrations say; it is idempotent. migrate (schema_version.go)
+// runs it only when the database is not current.
+func migrateModels(ctx context.Context, db *DB) error {
+	all := AllModels()
+	if db.Driver == DriverSQLite {
+		// log_rows is a WITHOUT ROWID table, which GORM's SQLite migrator
+		// neither creates nor keeps (it rebuilds a table it wants to alter):
+		// the table is created here and left out of AutoMigrate.
+		if err := db.W.WithContext(ctx).Exec(logRowsSQLite).Error; err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		all = slices.DeleteFunc(all, func(m any) bool { _, ok := m.(*LogRow); return ok })
+	}
+	if err := db.W.WithContext(ctx).AutoMigrate(all...); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	for _, stmt := range extraMigrations {

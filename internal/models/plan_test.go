@@ -1,23 +1,32 @@
 package models
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestBoundaryQueriesUseThePartialIndex guards the partial index: SQLite
-// uses it only when a query repeats its predicate exactly.
+// uses it only when a query repeats its predicate exactly. Queries that
+// read the rows' bodies may instead walk the session's rows in primary-key
+// order (a group row sits between boundaries, so that reads about twice the
+// rows but no index); none scans the whole table.
 func TestBoundaryQueriesUseThePartialIndex(t *testing.T) {
 	t.Parallel()
 	db := openSQLiteTest(t)
-	for _, q := range []string{
-		"SELECT seq, type FROM events WHERE session_id = 'x' AND " + boundaryFilter + " AND seq < 10 ORDER BY seq DESC",
-		"SELECT type, count(*) FROM events WHERE session_id = 'x' AND " + boundaryFilter + " GROUP BY type",
-		"SELECT body FROM events WHERE session_id = 'x' AND " + boundaryFilter + " AND type = 'assistant/message'",
-		"SELECT id FROM sessions WHERE EXISTS (SELECT 1 FROM events WHERE events.session_id = sessions.id AND " + boundaryFilter +
-			" AND type IN ('user/message','assistant/message') AND search_text LIKE '%a%' ESCAPE '\\')",
+	const key = "log_key = (SELECT log_key FROM sessions WHERE id = 'x') AND "
+	const index, pk = "idx_log_rows_boundaries", "USING PRIMARY KEY (log_key=?)"
+	for _, tt := range []struct {
+		q    string
+		want []string
+	}{
+		{"SELECT seq, type FROM log_rows WHERE " + key + boundaryFilter + " AND seq < 10 ORDER BY seq DESC", []string{index}},
+		{"SELECT type, count(*) FROM log_rows WHERE " + key + boundaryFilter + " GROUP BY type", []string{index}},
+		{"SELECT body FROM log_rows WHERE " + key + boundaryFilter + " AND type = 'assistant/message'", []string{index, pk}},
+		{"SELECT id FROM sessions WHERE EXISTS (SELECT 1 FROM log_rows WHERE log_rows.log_key = sessions.log_key AND " + boundaryFilter +
+			" AND type IN ('user/message','assistant/message') AND search_text LIKE '%a%' ESCAPE '\\')", []string{index, pk}},
 	} {
-		rows, err := db.r.Query("EXPLAIN QUERY PLAN " + q)
+		rows, err := db.r.Query("EXPLAIN QUERY PLAN " + tt.q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,8 +40,21 @@ func TestBoundaryQueriesUseThePartialIndex(t *testing.T) {
 			plan = append(plan, detail)
 		}
 		rows.Close()
-		if p := strings.Join(plan, "; "); !strings.Contains(p, "idx_events_boundaries") {
-			t.Errorf("plan of %q does not use the boundary index: %s", q, p)
+		p := strings.Join(plan, "; ")
+		if strings.Contains(p, "SCAN log_rows") || !slices.ContainsFunc(tt.want, func(w string) bool { return strings.Contains(p, w) }) {
+			t.Errorf("plan of %q uses none of %q: %s", tt.q, tt.want, p)
 		}
+	}
+}
+
+// TestBoundaryFilterListsBoundaryTypes: the SQL filter and the list the
+// encoder keeps as rows of their own are the same types.
+func TestBoundaryFilterListsBoundaryTypes(t *testing.T) {
+	var quoted []string
+	for _, b := range boundaryTypes {
+		quoted = append(quoted, "'"+string(b)+"'")
+	}
+	if want := "type IN (" + strings.Join(quoted, ",") + ")"; boundaryFilter != want {
+		t.Fatalf("boundaryFilter = %s, want %s", boundaryFilter, want)
 	}
 }

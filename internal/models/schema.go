@@ -70,6 +70,9 @@ type Session struct {
 	// SeedLength is session.Header.SeedLength.
 	SeedLength int64
 	Archived   bool `gorm:"not null;default:false"`
+	// LogKey is the session in log_rows: a small integer, unique, assigned
+	// when the row is created (logkeys.go), never changed.
+	LogKey int64 `gorm:"not null;default:0"`
 	// Head is the last stored seq (-1 when the log is empty), maintained by
 	// the batched writer.
 	Head int64 `gorm:"not null;default:-1"`
@@ -78,20 +81,6 @@ type Session struct {
 	PendingInbox int `gorm:"not null;default:0"`
 	CreatedAt    time.Time
 	UpdatedAt    time.Time `gorm:"index:idx_sessions_owner_updated,priority:2"`
-}
-
-// Event is one stored log event. Body is the event's full JSON encoding
-// (session.Event), so replay sends it without re-encoding.
-type Event struct {
-	SessionID string `gorm:"primaryKey;size:36"`
-	Seq       int64  `gorm:"primaryKey;autoIncrement:false"`
-	Time      int64  `gorm:"not null"`
-	Type      string `gorm:"size:64;not null"`
-	Body      []byte `gorm:"not null"`
-	// SearchText is the lower-cased text of a person's or the model's
-	// message (empty for every other event), so session search does not
-	// have to decode JSON bodies.
-	SearchText string `gorm:"type:text;not null;default:''"`
 }
 
 // Member grants a user a role on a session other than its owner.
@@ -142,7 +131,7 @@ type ProviderConfig struct {
 // AllModels lists every table, in migration order.
 func AllModels() []any {
 	return []any{
-		&User{}, &LoginSession{}, &APIToken{}, &Session{}, &Event{},
+		&User{}, &LoginSession{}, &APIToken{}, &Session{}, &LogRow{},
 		&Member{}, &ShareLink{}, &Setting{}, &ProviderConfig{},
 	}
 }

@@ -38,7 +38,9 @@ func (s *Store) CreateSession(ctx context.Context, sess *Session) error {
 		sess.UpdatedAt = sess.CreatedAt
 	}
 	sess.UpdatedAt = sess.UpdatedAt.UTC().Truncate(time.Microsecond)
-	err := s.DB.W.WithContext(ctx).Create(sess).Error
+	err := s.DB.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return createSessionRow(tx, s.pg(), sess)
+	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return fmt.Errorf("create session %s: %w", sess.ID, ErrExists)
 	}
@@ -96,14 +98,21 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		// The session row goes first: on PostgreSQL this waits for a batch
 		// that holds the row, so that batch's events are deleted below; a
 		// batch that comes later finds no row and is refused.
+		var keys []int64
+		if err := tx.Model(&Session{}).Where("id = ?", id).Pluck("log_key", &keys).Error; err != nil {
+			return err
+		}
 		res := tx.Where("id = ?", id).Delete(&Session{})
 		if res.Error != nil {
 			return res.Error
 		}
-		if res.RowsAffected == 0 {
+		if res.RowsAffected == 0 || len(keys) == 0 {
 			return ErrNotFound
 		}
-		for _, m := range []any{&Event{}, &Member{}, &ShareLink{}} {
+		if err := tx.Where("log_key = ?", keys[0]).Delete(&LogRow{}).Error; err != nil {
+			return err
+		}
+		for _, m := range []any{&Member{}, &ShareLink{}} {
 			if err := tx.Where("session_id = ?", id).Delete(m).Error; err != nil {
 				return err
 			}
@@ -175,7 +184,7 @@ func (s *Store) ListSessions(ctx context.Context, q ListQuery) ([]Session, *Curs
 		if s.pg() {
 			like = "ILIKE"
 		}
-		db = db.Where(`(title `+like+` ? ESCAPE '\' OR EXISTS (SELECT 1 FROM events WHERE events.session_id = sessions.id AND `+
+		db = db.Where(`(title `+like+` ? ESCAPE '\' OR EXISTS (SELECT 1 FROM log_rows WHERE log_rows.log_key = sessions.log_key AND `+
 			boundaryFilter+` AND type IN ('user/message','assistant/message') AND search_text LIKE ? ESCAPE '\'))`, pat, pat)
 	}
 	if c := q.Before; c != nil {

@@ -231,6 +231,10 @@ func TestProviderKeyColumnWidened(t *testing.T) {
 	if err := db.W.Exec("ALTER TABLE provider_configs ALTER COLUMN api_key TYPE varchar(512)").Error; err != nil {
 		t.Fatal(err)
 	}
+	// A database that old has no schema version either.
+	if err := db.W.Exec("DROP TABLE schema_version").Error; err != nil {
+		t.Fatal(err)
+	}
 	insertPlainProvider(t, db, "old", strings.Repeat("k", 512), time.Now())
 	if err := migrate(ctx, db); err != nil {
 		t.Fatal(err)

@@ -50,12 +50,10 @@ func (s *Store) Summary(ctx context.Context, sessionID string) (SessionSummary, 
 	if sess.Head < 0 {
 		return sum, nil
 	}
-	err = s.DB.r.QueryRowContext(ctx, s.q(`SELECT "time" FROM events WHERE session_id = ? AND seq = ?`),
-		sessionID, sess.Head).Scan(&sum.LastActivity)
-	if err != nil && !isNoRows(err) {
+	if sum.LastActivity, err = s.eventTime(ctx, sessionID, sess.Head); err != nil {
 		return sum, wrap(err)
 	}
-	rows, err := s.DB.r.QueryContext(ctx, s.q(`SELECT type, count(*) FROM events WHERE session_id = ? AND `+
+	rows, err := s.DB.r.QueryContext(ctx, s.q(`SELECT type, count(*) FROM log_rows WHERE log_key = (SELECT log_key FROM sessions WHERE id = ?) AND `+
 		boundaryFilter+` GROUP BY type`), sessionID)
 	if err != nil {
 		return sum, wrap(err)
@@ -86,8 +84,8 @@ func (s *Store) Summary(ctx context.Context, sessionID string) (SessionSummary, 
 // usage sums the usage of the session's assistant messages.
 func (s *Store) usage(ctx context.Context, sessionID string) (llm.Usage, error) {
 	var total llm.Usage
-	rows, err := s.DB.r.QueryContext(ctx, s.q(`SELECT body FROM events WHERE session_id = ? AND `+
-		boundaryFilter+` AND type = 'assistant/message'`), sessionID)
+	rows, err := s.DB.r.QueryContext(ctx, s.q(`SELECT body FROM log_rows WHERE log_key = (SELECT log_key FROM sessions WHERE id = ?) AND `+
+		boundaryFilter+` AND type = 'assistant/message' AND meta <> '`+metaWhole+`'`), sessionID)
 	if err != nil {
 		return total, err
 	}
@@ -98,15 +96,28 @@ func (s *Store) usage(ctx context.Context, sessionID string) (llm.Usage, error) 
 			return total, err
 		}
 		var probe struct {
-			Data struct {
-				Usage *llm.Usage `json:"usage"`
-			} `json:"data"`
+			Usage *llm.Usage `json:"usage"`
 		}
 		// A body that does not decode has no usage to count; it is still
 		// a stored event, so it does not fail the summary.
-		if json.Unmarshal(body, &probe) == nil && probe.Data.Usage != nil {
-			total = total.Add(*probe.Data.Usage)
+		if json.Unmarshal(body, &probe) == nil && probe.Usage != nil {
+			total = total.Add(*probe.Usage)
 		}
 	}
 	return total, rows.Err()
+}
+
+// eventTime is the time of the event at seq (0 when there is none).
+func (s *Store) eventTime(ctx context.Context, sessionID string, seq int64) (int64, error) {
+	var t int64
+	err := s.scanRows(ctx, sessionID, seq-1, seq+1, 1, func(r storedRow) error {
+		return r.events(func(ev session.Event) error {
+			if ev.Seq == seq {
+				t = ev.Time
+				return errEnough
+			}
+			return nil
+		})
+	})
+	return t, err
 }

@@ -68,7 +68,7 @@ func opens(b, cur boundary) bool {
 // pageStart walks the boundary events (partial index) backwards from
 // before and returns the page's first seq.
 func (s *Store) pageStart(ctx context.Context, sessionID string, before int64, maxMessages int) (start int64, hasMore bool, err error) {
-	q := "SELECT seq, type FROM events WHERE session_id = ? AND " + boundaryFilter
+	q := "SELECT seq, type FROM log_rows WHERE log_key = (SELECT log_key FROM sessions WHERE id = ?) AND " + boundaryFilter
 	args := []any{sessionID}
 	if before > 0 {
 		q += " AND seq < ?"

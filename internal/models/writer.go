@@ -111,6 +111,12 @@ type sessState struct {
 	writeErr error  // last failed write; cleared by a successful one
 	refused  error  // sticky: the log and the database diverged
 	attempts uint64 // write attempts that included this session's events
+	// key is the session's LogKey, valid when known.
+	key int64
+	// tail is the group the session's stored rows end with, which the next
+	// batch may extend (nil: start a new row). Only the writer goroutine's
+	// resolve sets it.
+	tail *group
 }
 
 type queued struct {
@@ -276,6 +282,7 @@ func (w *Writer) Reset(sessionID string) {
 	if st := w.sessions[sessionID]; st != nil {
 		st.known = false
 		st.refused = nil
+		st.tail = nil
 	}
 }
 

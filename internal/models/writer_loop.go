@@ -11,8 +11,15 @@ type part struct {
 	evs   []queued
 	known bool  // st.known when taken
 	next  int64 // st.next when taken
-	rows  []eventRow
-	err   error // refusal
+	key   int64 // st.key when taken: the session's LogKey, valid when known
+	// prevTail is st.tail when taken: the stored group the part may extend.
+	prevTail *group
+	rows     []eventRow
+	// update rewrites the session's stored group when the part extends it;
+	// tail is the group the session's rows end with once the part commits.
+	update *eventRow
+	tail   *group
+	err    error // refusal
 }
 
 // run is the writer goroutine.
@@ -93,7 +100,7 @@ func (w *Writer) take(notBefore time.Time) (parts []*part, wait time.Duration, e
 	for len(w.order) > 0 && n < w.opts.MaxBatch {
 		st := w.order[0]
 		k := min(len(st.pending), w.opts.MaxBatch-n)
-		p := &part{st: st, evs: st.pending[:k:k], known: st.known, next: st.next}
+		p := &part{st: st, evs: st.pending[:k:k], known: st.known, next: st.next, key: st.key, prevTail: st.tail}
 		parts = append(parts, p)
 		n += k
 		if k == len(st.pending) {
@@ -132,13 +139,13 @@ func (w *Writer) write(parts []*part) bool {
 				p.err = fmt.Errorf("session %s: %w", p.st.id, ErrNotFound)
 				continue
 			}
-			p.next = h + 1
+			p.next, p.key = h.head+1, h.key
 			p.known = true
 		}
 		if p.err = p.check(); p.err != nil {
 			continue
 		}
-		if p.rows, p.err = encodeRows(p.st.id, p.evs); p.err != nil {
+		if p.update, p.rows, p.tail, p.err = encodeRows(p.st.id, p.evs, p.prevTail); p.err != nil {
 			continue
 		}
 		ok = append(ok, p)
@@ -202,7 +209,7 @@ func (w *Writer) explainStale(p *part) error {
 		return fmt.Errorf("session %s: %w", p.st.id, ErrNotFound)
 	default:
 		return fmt.Errorf("session %s: stored head %d, batch starts at seq %d: %w",
-			p.st.id, h, p.evs[0].ev.Seq, ErrSeqMismatch)
+			p.st.id, h.head, p.evs[0].ev.Seq, ErrSeqMismatch)
 	}
 }
 
@@ -224,13 +231,14 @@ func (w *Writer) resolve(parts []*part, failErr error) {
 		st := p.st
 		st.attempts++
 		if p.known {
-			st.known, st.next = true, p.next
+			st.known, st.next, st.key = true, p.next, p.key
 		}
 		switch {
 		case p.err != nil:
 			st.resolved += uint64(len(p.evs))
 			st.refused = p.err
 			st.known = false
+			st.tail = nil
 			w.stats.Refused += uint64(len(p.evs))
 			w.stats.Errors++
 			reports = append(reports, report{st.id, p.err})
@@ -251,6 +259,7 @@ func (w *Writer) resolve(parts []*part, failErr error) {
 			st.resolved += uint64(n)
 			st.next = p.evs[n-1].ev.Seq + 1
 			st.known = true
+			st.tail = p.tail
 			st.writeErr = nil
 			committed += n
 			for _, q := range p.evs {

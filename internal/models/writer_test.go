@@ -243,7 +243,7 @@ func TestWriterRefusesUnknownSession(t *testing.T) {
 			t.Errorf("reports = %v", got)
 		}
 		var n int64
-		if err := db.R.Model(&Event{}).Count(&n).Error; err != nil || n != 0 {
+		if err := db.R.Model(&LogRow{}).Count(&n).Error; err != nil || n != 0 {
 			t.Errorf("events stored: %d, %v", n, err)
 		}
 	})
@@ -261,9 +261,9 @@ func failWrites(t *testing.T, db *DB) func(on bool) {
 				IF (SELECT fail FROM fail_ctl) = 1 THEN RAISE EXCEPTION 'simulated disk failure'; END IF;
 				RETURN NEW;
 			END $$`,
-			`CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION fail_events()`)
+			`CREATE TRIGGER fail_events BEFORE INSERT ON log_rows FOR EACH ROW EXECUTE FUNCTION fail_events()`)
 	} else {
-		stmts = append(stmts, `CREATE TRIGGER fail_events BEFORE INSERT ON events
+		stmts = append(stmts, `CREATE TRIGGER fail_events BEFORE INSERT ON log_rows
 			WHEN (SELECT fail FROM fail_ctl) = 1
 			BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END`)
 	}

@@ -11,32 +11,33 @@ import (
 	"harness/internal/session"
 )
 
-// insertChunk is the most rows per INSERT statement: 6 columns × 500 rows
+// insertChunk is the most rows per INSERT statement: 8 columns × 500 rows
 // stays far below SQLite's (32766) and PostgreSQL's (65535) variable limits.
 const insertChunk = 500
 
-// eventRow is one encoded events row.
+// eventRow is one encoded log_rows row (one event or a group).
 type eventRow struct {
-	seq  int64
+	seq  int64 // first seq
+	n    int   // events in the row
 	time int64
 	typ  string
+	meta string
 	body []byte
 	text string
 }
 
-// encodeRows encodes a part's events; the body is the JSON encoding of the
-// whole session.Event by session.MarshalEvent, which keeps Data's bytes (no
-// HTML escaping).
-func encodeRows(sessionID string, evs []queued) ([]eventRow, error) {
-	rows := make([]eventRow, len(evs))
+// encodeRows encodes a part's events as rows (see encodeEvents), extending
+// the session's stored group when the part continues it.
+func encodeRows(sessionID string, evs []queued, tail *group) (update *eventRow, rows []eventRow, next *group, err error) {
+	plain := make([]session.Event, len(evs))
 	for i, q := range evs {
-		body, err := session.MarshalEvent(q.ev)
-		if err != nil {
-			return nil, fmt.Errorf("session %s: %w", sessionID, err)
-		}
-		rows[i] = eventRow{seq: q.ev.Seq, time: q.ev.Time, typ: string(q.ev.Type), body: body, text: searchText(q.ev)}
+		plain[i] = q.ev
 	}
-	return rows, nil
+	update, rows, next, err = encodeEvents(plain, tail)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("session %s: %w", sessionID, err)
+	}
+	return update, rows, next, nil
 }
 
 // txWriter runs the batch transactions with raw SQL on the writer pool; it
@@ -52,15 +53,20 @@ func newTxWriter(db *DB) txWriter {
 	return txWriter{w: db.w, r: db.r, pg: db.Driver == DriverPostgres, insert: map[int]string{}}
 }
 
-// heads reads the stored head of each session; missing sessions are absent
-// from the map.
-func (t *txWriter) heads(ctx context.Context, ids []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(ids))
+// storedHead is a session's stored head and its LogKey.
+type storedHead struct {
+	head, key int64
+}
+
+// heads reads the stored head and key of each session; missing sessions
+// are absent from the map.
+func (t *txWriter) heads(ctx context.Context, ids []string) (map[string]storedHead, error) {
+	out := make(map[string]storedHead, len(ids))
 	for len(ids) > 0 {
 		n := min(len(ids), insertChunk)
 		chunk := ids[:n]
 		ids = ids[n:]
-		q := "SELECT id, head FROM sessions WHERE id IN (" + placeholders(t.pg, 1, len(chunk)) + ")"
+		q := "SELECT id, head, log_key FROM sessions WHERE id IN (" + placeholders(t.pg, 1, len(chunk)) + ")"
 		args := make([]any, len(chunk))
 		for i, id := range chunk {
 			args[i] = id
@@ -71,12 +77,12 @@ func (t *txWriter) heads(ctx context.Context, ids []string) (map[string]int64, e
 		}
 		for rows.Next() {
 			var id string
-			var head int64
-			if err := rows.Scan(&id, &head); err != nil {
+			var h storedHead
+			if err := rows.Scan(&id, &h.head, &h.key); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			out[id] = head
+			out[id] = h
 		}
 		if err := rows.Close(); err != nil {
 			return nil, err
@@ -104,10 +110,11 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 	}()
 	update := rebind(t.pg, `UPDATE sessions SET head = ?, updated_at = ? WHERE id = ? AND head = ?`)
 	setTitle := rebind(t.pg, `UPDATE sessions SET title = ? WHERE id = ?`)
+	extendGroup := rebind(t.pg, `UPDATE log_rows SET n = ?, meta = ?, body = ? WHERE log_key = ? AND seq = ? AND n < ?`)
 	stale = make([]bool, len(parts))
 	var rows []eventRowRef
 	for i, p := range parts {
-		first, last := p.rows[0].seq, p.rows[len(p.rows)-1].seq
+		first, last := p.evs[0].ev.Seq, p.evs[len(p.evs)-1].ev.Seq
 		res, err := tx.ExecContext(ctx, update, last, at, p.st.id, first-1)
 		if err != nil {
 			return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
@@ -120,8 +127,19 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 			stale[i] = true
 			continue
 		}
+		if u := p.update; u != nil {
+			// The stored group grows; it must still be the group the
+			// writer remembers (n only ever grows).
+			res, err := tx.ExecContext(ctx, extendGroup, u.n, u.meta, u.body, p.key, u.seq, u.n)
+			if err != nil {
+				return nil, fmt.Errorf("extend group of %s at seq %d: %w", p.st.id, u.seq, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return nil, fmt.Errorf("extend group of %s at seq %d: the stored group changed", p.st.id, u.seq)
+			}
+		}
 		for j := range p.rows {
-			rows = append(rows, eventRowRef{p.st.id, &p.rows[j]})
+			rows = append(rows, eventRowRef{p.key, &p.rows[j]})
 		}
 		// The title column follows the log's last session/title, in the
 		// same transaction, so lists never disagree with the log.
@@ -145,21 +163,21 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 }
 
 type eventRowRef struct {
-	session string
-	row     *eventRow
+	key int64 // the session's LogKey
+	row *eventRow
 }
 
 func (t *txWriter) insertRows(ctx context.Context, tx *sql.Tx, rows []eventRowRef) error {
 	q, ok := t.insert[len(rows)]
 	if !ok {
 		var sb strings.Builder
-		sb.WriteString(`INSERT INTO events (session_id, seq, "time", "type", body, search_text) VALUES `)
+		sb.WriteString(`INSERT INTO log_rows (log_key, seq, n, "time", "type", meta, body, search_text) VALUES `)
 		for i := range rows {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
 			sb.WriteByte('(')
-			sb.WriteString(placeholders(t.pg, i*6+1, 6))
+			sb.WriteString(placeholders(t.pg, i*8+1, 8))
 			sb.WriteByte(')')
 		}
 		q = sb.String()
@@ -167,13 +185,13 @@ func (t *txWriter) insertRows(ctx context.Context, tx *sql.Tx, rows []eventRowRe
 	}
 	args := t.args[:0]
 	for _, r := range rows {
-		args = append(args, r.session, r.row.seq, r.row.time, r.row.typ, r.row.body, r.row.text)
+		args = append(args, r.key, r.row.seq, r.row.n, r.row.time, r.row.typ, r.row.meta, r.row.body, r.row.text)
 	}
 	t.args = args[:0]
 	_, err := tx.ExecContext(ctx, q, args...)
 	clear(args)
 	if err != nil {
-		return fmt.Errorf("insert events: %w", err)
+		return fmt.Errorf("insert log rows: %w", err)
 	}
 	return nil
 }

@@ -53,7 +53,11 @@ func misbehavingRoutes(env *scenarioEnv, s *Server) {
 	appendThen := func(status int) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			n := seq.Add(1)
-			ev := models.Event{SessionID: env.SessionID, Seq: n, Time: n, Type: "test", Body: []byte("{}")}
+			var key int64
+			if err := env.DB.R.Model(&models.Session{}).Where("id = ?", env.SessionID).Select("log_key").Scan(&key).Error; err != nil {
+				return err
+			}
+			ev := models.LogRow{LogKey: key, Seq: n, N: 1, Time: n, Type: "test", Body: []byte("{}")}
 			if err := env.DB.W.Create(&ev).Error; err != nil {
 				return err
 			}

@@ -243,7 +243,7 @@ func (env *scenarioEnv) defaultSnapshot(t *testing.T) any {
 	var s storeSnapshot
 	r := env.DB.R
 	checks := []error{
-		r.Model(&models.Event{}).Where("session_id = ?", env.SessionID).Count(&s.Events).Error,
+		r.Model(&models.LogRow{}).Where("log_key = (SELECT log_key FROM sessions WHERE id = ?)", env.SessionID).Select("COALESCE(SUM(n), 0)").Scan(&s.Events).Error,
 		r.Model(&models.Session{}).Where("id = ?", env.SessionID).Select("head").Scan(&s.Head).Error,
 		r.Model(&models.Member{}).Where("session_id = ?", env.SessionID).Count(&s.Members).Error,
 		r.Model(&models.ShareLink{}).Count(&s.Links).Error,

@@ -15,6 +15,7 @@ import (
 	"harness/client"
 	"harness/internal/app"
 	"harness/internal/llm/fake"
+	"harness/internal/models"
 	"harness/internal/testkit"
 )
 
@@ -219,13 +220,19 @@ func TestRESTRoutes(t *testing.T) {
 	if _, err := os.Stat(ws); err != nil {
 		t.Fatal(err)
 	}
+	var key int64
+	if err := e.app.DB.R.Model(&models.Session{}).Where("id = ?", s.ID).Select("log_key").Scan(&key).Error; err != nil || key == 0 {
+		t.Fatalf("log key %d: %v", key, err)
+	}
 	if err := c.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.GetSession(ctx, s.ID)
 	wantErr(t, "get deleted", err, 404, "not_found")
 	var events int64
-	e.app.DB.R.Table("events").Where("session_id = ?", s.ID).Count(&events)
+	if err := e.app.DB.R.Model(&models.LogRow{}).Where("log_key = ?", key).Count(&events).Error; err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(ws); !os.IsNotExist(err) || events != 0 {
 		t.Fatalf("after delete: workspace %v, %d events", err, events)
 	}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"golang.org/x/crypto/bcrypt"
 
 	"harness/internal/auth"
@@ -138,8 +137,8 @@ func NewService(t *testing.T, db *models.DB, clock *Clock, log *slog.Logger) *au
 // CreateSession inserts a bare session row owned by ownerID and returns its id.
 func CreateSession(t *testing.T, db *models.DB, ownerID string) string {
 	t.Helper()
-	s := models.Session{ID: uuid.NewString(), OwnerID: ownerID, Head: -1}
-	if err := db.W.WithContext(t.Context()).Create(&s).Error; err != nil {
+	s := models.Session{OwnerID: ownerID}
+	if err := models.NewStore(nil, db, nil).CreateSession(t.Context(), &s); err != nil {
 		t.Fatalf("create session: %v", err)
 	}
 	return s.ID
