@@ -8,7 +8,6 @@ import (
 	"github.com/alecthomas/chroma/v2"
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
 	"github.com/alecthomas/chroma/v2/lexers"
-	"github.com/alecthomas/chroma/v2/styles"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
@@ -30,10 +29,16 @@ type codeBlockRenderer struct {
 	style     *chroma.Style
 }
 
+// classesOnly is the style handed to the formatter. With classes and no
+// surrounding <pre>, what the formatter writes does not depend on the
+// style (chroma.css holds the colours), so an empty one does: the styles
+// package would parse every style chroma has at start.
+var classesOnly = chroma.MustNewStyle(LightStyle, chroma.StyleEntries{})
+
 func newCodeBlockRenderer() *codeBlockRenderer {
 	return &codeBlockRenderer{
 		formatter: chromahtml.New(chromahtml.WithClasses(true), chromahtml.PreventSurroundingPre(true), chromahtml.TabWidth(4)),
-		style:     styles.Get(LightStyle),
+		style:     classesOnly,
 	}
 }
 

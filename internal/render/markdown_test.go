@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alecthomas/chroma/v2/styles"
+
 	"harness/internal/render"
 )
 
@@ -60,7 +62,7 @@ func truncate(s string) string {
 // (-update rewrites it).
 func TestChromaCSSUpToDate(t *testing.T) {
 	t.Parallel()
-	css, err := render.ChromaCSS()
+	css, err := render.ChromaCSS(styles.Get(render.LightStyle), styles.Get(render.DarkStyle))
 	if err != nil {
 		t.Fatal(err)
 	}
