@@ -287,6 +287,17 @@ func (c *Client) SteerQueueItem(ctx context.Context, id, item string) error {
 	return c.do(ctx, http.MethodPost, sessionPath(id, "queue", item, "steer"), nil, nil)
 }
 
+// RunQueue starts a paused queue (after Stop): the idle agent runs the next
+// queued message now.
+func (c *Client) RunQueue(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, sessionPath(id, "queue", "run"), nil, nil)
+}
+
+// ClearQueue removes every queued message.
+func (c *Client) ClearQueue(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, sessionPath(id, "queue"), nil, nil)
+}
+
 // Members lists a session's members.
 func (c *Client) Members(ctx context.Context, id string) ([]Member, error) {
 	var ms []Member

@@ -447,6 +447,19 @@ func (cn *Conn) InboxSteer(ctx context.Context, session, item string) error {
 	return err
 }
 
+// InboxRun starts a paused queue (after Stop): the idle agent runs the next
+// queued message now.
+func (cn *Conn) InboxRun(ctx context.Context, session string) error {
+	_, err := cn.Do(ctx, Request{Op: "inbox.run", Session: session})
+	return err
+}
+
+// InboxClear removes every queued message.
+func (cn *Conn) InboxClear(ctx context.Context, session string) error {
+	_, err := cn.Do(ctx, Request{Op: "inbox.clear", Session: session})
+	return err
+}
+
 // Approve allows (once) or denies a pending approval.
 func (cn *Conn) Approve(ctx context.Context, session, approval string, allow bool) error {
 	return cn.Decide(ctx, session, approval, decision(allow))

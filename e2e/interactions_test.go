@@ -113,8 +113,10 @@ func TestQueueEditRemove(t *testing.T) {
 	if q := b.text("#queue-list"); !strings.Contains(q, "edited first") || strings.Contains(q, "second") {
 		t.Errorf("queue %q", q)
 	}
-	// Stop the long answer; the queue stays and runs next.
+	// Stop the long answer; the queue stays, paused, and runs on "Run next".
 	b.click("#stop-btn")
+	b.waitJS("the paused queue", `document.getElementById("queue-dock").classList.contains("paused")`)
+	b.click("#queue-controls [data-action=queue-run]")
 	b.waitJS("the queued message to run", `[...document.querySelectorAll(".item.user .user-text")].some(e => e.textContent === "edited first")`)
 	b.waitTurns(2)
 	b.waitIdle()

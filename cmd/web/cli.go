@@ -27,6 +27,7 @@ const cliUsage = `account commands (they open the database themselves; stop the 
   token create NAME [--name L] print a new API token for NAME (shown once; only a hash is kept)
   token list NAME              list NAME's tokens
   token revoke NAME ID         revoke one of NAME's tokens
+  import FILE... --owner NAME  import session logs (Harness exports, DeepSeek Harness logs) for NAME
 `
 
 // errUsage marks a malformed command line; RunCLI prints the usage.
@@ -37,6 +38,9 @@ var errUsage = errors.New("usage")
 // goes on to serve. Passwords come from stdin, never from args; a new token
 // is printed once to stdout.
 func RunCLI(ctx context.Context, cfg config.Config, args []string, stdin io.Reader, stdout, stderr io.Writer) (handled bool, err error) {
+	if len(args) > 0 && args[0] == "import" {
+		return true, runImport(ctx, cfg, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "user" && args[0] != "token" {
 		return false, nil
 	}

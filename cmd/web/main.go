@@ -31,7 +31,7 @@ func run(args []string) error {
 	defer stop()
 
 	cfgArgs := args
-	if len(args) > 0 && (args[0] == "user" || args[0] == "token") {
+	if len(args) > 0 && (args[0] == "user" || args[0] == "token" || args[0] == "import") {
 		cfgArgs = nil
 	}
 	cfg, err := config.Load(cfgArgs, os.Getenv)

@@ -1,23 +1,19 @@
 package compact_test
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"harness/internal/compact"
-	"harness/internal/llm"
+	"harness/internal/importer"
 	"harness/internal/session"
 )
 
-// readCorpus reads a recorded DeepSeek Harness log (testdata/README.md):
-// packed chunk rows are unpacked to one assistant/chunk per delta, and the
-// upstream-only shapes are converted the way an importer would (title
-// source object, the "{{tools}}" placeholder, unknown types ignorable).
+// readCorpus reads a recorded DeepSeek Harness log (testdata/README.md)
+// through the importer: packed chunk rows unpacked, upstream-only shapes
+// converted, unknown types ignorable.
 func readCorpus(t *testing.T, name string) []session.Event {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
@@ -25,89 +21,11 @@ func readCorpus(t *testing.T, name string) []session.Event {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	packed := map[string]llm.ChunkType{
-		"reasoning-chunks": llm.ChunkReasoningDelta,
-		"text-chunks":      llm.ChunkTextDelta,
-		"tool-call-chunks": llm.ChunkToolCallDelta,
+	res, err := importer.Read(f, importer.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
-	var events []session.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 4<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var row struct {
-			Type string          `json:"type"`
-			Seq0 int64           `json:"seq0"`
-			Data json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(line, &row); err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case row.Type == "session":
-		case packed[row.Type] != "":
-			var p struct {
-				Turn, Step, Index int
-				Texts, Args       []string
-				ID, Name          string
-			}
-			if err := json.Unmarshal(row.Data, &p); err != nil {
-				t.Fatal(err)
-			}
-			parts := p.Texts
-			if row.Type == "tool-call-chunks" {
-				parts = p.Args
-			}
-			for k, part := range parts {
-				c := llm.Chunk{Type: packed[row.Type], Index: p.Index, Text: part}
-				if c.Type == llm.ChunkToolCallDelta {
-					c.Text, c.ArgumentsDelta = "", part
-					if k == 0 {
-						c.ID, c.Name = p.ID, p.Name
-					}
-				}
-				data, _ := json.Marshal(session.AssistantChunk{Turn: p.Turn, Step: p.Step, Chunk: c})
-				events = append(events, session.Event{Seq: row.Seq0 + int64(k), Type: session.TypeAssistantChunk, Data: data})
-			}
-		default:
-			ev, err := session.UnmarshalEvent(line)
-			if err != nil {
-				t.Fatal(err)
-			}
-			events = append(events, importUpstream(t, ev))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return events
-}
-
-func importUpstream(t *testing.T, ev session.Event) session.Event {
-	t.Helper()
-	var m map[string]any
-	switch {
-	case ev.Type == session.TypeSessionTitle || ev.Type == session.TypeRequestHeader:
-		if err := json.Unmarshal(ev.Data, &m); err != nil {
-			t.Fatal(err)
-		}
-		if src, ok := m["source"].(map[string]any); ok {
-			m["source"] = src["kind"]
-		}
-		delete(m, "messageSeqs")
-		if h, ok := m["header"].(map[string]any); ok {
-			if _, placeholder := h["tools"].(string); placeholder {
-				delete(h, "tools")
-			}
-		}
-		ev.Data, _ = json.Marshal(m)
-	case !session.KnownTypes[ev.Type]:
-		ev.Ignorable = true
-	}
-	return ev
+	return res.Events
 }
 
 // TestCorpusUsageAnchors replays real logs event by event: after every

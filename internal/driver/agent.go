@@ -42,14 +42,15 @@ type Agent struct {
 	workspace string
 	defaults  llm.CallConfig // the session's configured route
 
-	mu       sync.Mutex
+	mu       agentMu
 	status   Status
 	nextTurn []llm.Message
 	nextStep []llm.Message
 	act      *activity // nil while idle
-	// wake records a waking input that arrived during the current turn; it
-	// decides whether the driver goes on after a turn that did not end
-	// normally (blocked, error, aborted).
+	// wake is the wake latch: a waking input arrived while the current
+	// activity was aborting (or during maintenance). Only then does the
+	// driver go on after a cancelled turn (upstream §2.5); input that
+	// arrived before a Stop stays queued.
 	wake     bool
 	disposed bool
 	idleCh   chan struct{} // closed while idle
@@ -65,6 +66,36 @@ type Agent struct {
 
 	pins     int       // live subscribers keeping the agent loaded; guarded by m.mu
 	lastIdle time.Time // guarded by m.mu
+}
+
+// agentMu is the agent's lock. Appending to the log while holding it goes
+// through appendLocked, which holds the log's delivery until Unlock: log
+// subscribers then run after the lock is released, so one that calls back
+// into the agent (a Followup from an observer of the inbox splice) cannot
+// deadlock it.
+type agentMu struct {
+	sync.Mutex
+	release func() // the log delivery hold taken in this critical section
+}
+
+// Unlock releases the lock, then the delivery hold (delivering what was
+// appended meanwhile on this goroutine).
+func (m *agentMu) Unlock() {
+	release := m.release
+	m.release = nil
+	m.Mutex.Unlock()
+	if release != nil {
+		release()
+	}
+}
+
+// appendLocked appends a non-surface event while a.mu is held; subscribers
+// see it once a.mu is released.
+func (a *Agent) appendLocked(t session.Type, data any) (session.Event, error) {
+	if a.mu.release == nil {
+		a.mu.release = a.log.HoldDelivery()
+	}
+	return a.log.Append(t, data)
 }
 
 // activity is one driver run's cancellation scope.
@@ -145,8 +176,7 @@ func (a *Agent) send(ctx context.Context, msg llm.Message, target session.InboxT
 		a.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrDuplicateID, msg.ID)
 	}
-	aborting := a.act != nil && a.act.ctx.Err() != nil
-	if wakeup && (aborting || a.maintenance) {
+	if wakeup && (a.abortingLocked() || a.maintenance) {
 		// The current activity will not take next-step input; hold it for
 		// the next turn and latch the wake.
 		target = session.TargetNextTurn
@@ -178,19 +208,35 @@ func validateInput(msg llm.Message) error {
 	return nil
 }
 
-// wakeLocked starts a driver when idle, or records the wake for the running
-// one.
+// wakeLocked starts a driver when idle. A running driver needs no wake: it
+// takes pending input at its next step or turn boundary. A wake that lands
+// while the current activity is aborting (after a cancel, unless the cause
+// is disposed) or during maintenance is latched: the driver restarts for it
+// once it converges to idle (upstream §2.5).
 func (a *Agent) wakeLocked() {
 	if a.disposed {
 		return
 	}
-	if a.status == StatusRunning || a.maintenance {
+	switch {
+	case a.maintenance:
 		a.wake = true
-		return
+	case a.status == StatusRunning:
+		if a.abortingLocked() && a.act.cause.Kind != session.CauseDisposed {
+			a.wake = true
+		}
+	default:
+		a.startLocked()
 	}
-	a.startLocked()
 }
 
+// abortingLocked reports whether the current activity was cancelled.
+func (a *Agent) abortingLocked() bool {
+	return a.act != nil && a.act.cause != nil
+}
+
+// startLocked flips to running and opens the first turn before it returns:
+// status running, turn/start and the claim are published synchronously
+// (upstream §2.4); the driver goroutine runs the turn.
 func (a *Agent) startLocked() {
 	a.status = StatusRunning
 	if a.idleCh == nil {
@@ -199,7 +245,8 @@ func (a *Agent) startLocked() {
 	a.act = newActivity(a.m.baseCtx)
 	a.wake = false
 	a.publishLocked(LiveEvent{Kind: LiveStatus, Status: StatusRunning})
-	go a.run(a.act)
+	op := a.openTurnLocked()
+	go a.run(a.act, op)
 }
 
 func newActivity(parent context.Context) *activity {
@@ -292,6 +339,45 @@ func (a *Agent) SteerPending(ctx context.Context, id string) error {
 		a.wakeLocked()
 		return nil
 	})
+}
+
+// RunNext starts the paused queue: an idle agent with pending input (left
+// queued by Stop, or parked after a blocked or failed turn) opens a turn
+// now, which claims every steering item and the first queued prompt; the
+// rest follows turn by turn. While the turn that was stopped is still
+// winding down the wake is latched and runs once it is idle. A running
+// agent answers ErrBusy (it takes its queue itself); an empty queue
+// answers ErrItemNotFound.
+func (a *Agent) RunNext(ctx context.Context) error {
+	a.mu.Lock()
+	switch {
+	case a.disposed:
+		a.mu.Unlock()
+		return ErrDisposed
+	case a.status == StatusRunning && !a.abortingLocked():
+		a.mu.Unlock()
+		return ErrBusy
+	case !a.pendingLocked():
+		a.mu.Unlock()
+		return fmt.Errorf("%w: the queue is empty", ErrItemNotFound)
+	}
+	a.wakeLocked()
+	a.mu.Unlock()
+	return a.durable(ctx)
+}
+
+// ClearQueue removes every pending item (steering first, then queued), as
+// canceled splices, without touching a running turn. Clearing an empty
+// queue changes nothing.
+func (a *Agent) ClearQueue(ctx context.Context) error {
+	a.mu.Lock()
+	if a.disposed {
+		a.mu.Unlock()
+		return ErrDisposed
+	}
+	a.clearLocked()
+	a.mu.Unlock()
+	return a.durable(ctx)
 }
 
 // changePending runs change on a pending item under the agent's lock, then

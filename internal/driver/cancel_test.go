@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -207,34 +208,53 @@ func TestCase36CancelClearsQueue(t *testing.T) {
 	}
 }
 
-// Case 37: cancel with keepInbox aborts the turn; the queued prompt survives
-// and runs next.
+// Case 37: cancel with keepInbox (Stop) aborts the turn; the queued prompt
+// and the steer sent before the Stop survive and stay queued, the agent
+// idle: nothing starts by itself. The next waking input runs them first
+// (the steer with the queued prompt, in one turn), then itself.
 func TestCase37CancelKeepsQueue(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, script(stallAfter(fake.Frame{Text: "working"}), textReply("queued answered")))
+	h := newHarness(t, script(stallAfter(fake.Frame{Text: "working"}), textReply("queued answered"), textReply("after answered")))
 	h.followup("long job")
 	waitChunk(h, llm.ChunkTextDelta)
 	queued := h.followup("queued")
+	steer := userMsg("steer sent before the stop")
+	if err := h.agent.Steer(h.ctx, steer); err != nil {
+		t.Fatal(err)
+	}
 	h.agent.Cancel(userCancel, true)
 	h.idle()
 	ends := h.turnEnds()
-	if len(ends) != 2 || ends[0].Kind != session.ReasonAborted || ends[1].Kind != session.ReasonCompleted {
+	if len(ends) != 1 || ends[0].Kind != session.ReasonAborted || ends[0].Cause.Kind != session.CauseUser {
 		t.Fatalf("ends %+v", ends)
 	}
-	last := find[llm.Message](h, session.TypeUserMessage)
-	if !slices.ContainsFunc(last, func(m llm.Message) bool { return m.ID == queued.ID }) {
-		t.Fatal("queued prompt did not run")
+	q := h.agent.Queue()
+	if len(q.Queued) != 1 || q.Queued[0].ID != queued.ID || len(q.Steering) != 1 || q.Steering[0].ID != steer.ID {
+		t.Fatalf("queue after Stop %+v", q)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if h.agent.Status() != driver.StatusIdle || len(h.fake.Requests()) != 1 || len(h.turnEnds()) != 1 {
+		t.Fatalf("the paused queue started by itself:\n%s", h.dump())
+	}
+	after := h.followup("after the stop")
+	h.idle()
+	ends = h.turnEnds()
+	if len(ends) != 3 || ends[1].Kind != session.ReasonCompleted || ends[2].Kind != session.ReasonCompleted {
+		t.Fatalf("ends %+v", ends)
+	}
+	if got := enteredPrompts(h); !slices.Equal(got[1:], []string{steer.ID, queued.ID, after.ID}) {
+		t.Fatalf("entered %v", got)
 	}
 }
 
 // Case 38: a waking send while the turn is aborting is latched and runs
 // after convergence; removed before that, nothing runs; after a disposed
-// cancel nothing is latched.
+// cancel nothing is latched (the send is queued and waits).
 func TestCase38WakeLatch(t *testing.T) {
 	t.Parallel()
 	t.Run("runs after convergence", func(t *testing.T) {
 		t.Parallel()
-		h, release := latchHarness(t)
+		h, release := latchHarness(t, userCancel)
 		late := userMsg("sent while aborting")
 		if err := h.agent.Steer(h.ctx, late); err != nil {
 			t.Fatal(err)
@@ -250,7 +270,7 @@ func TestCase38WakeLatch(t *testing.T) {
 	})
 	t.Run("removed before convergence", func(t *testing.T) {
 		t.Parallel()
-		h, release := latchHarness(t)
+		h, release := latchHarness(t, userCancel)
 		late := h.followup("sent while aborting")
 		if err := h.agent.RemovePending(h.ctx, late.ID); err != nil {
 			t.Fatal(err)
@@ -261,11 +281,41 @@ func TestCase38WakeLatch(t *testing.T) {
 			t.Fatalf("%d turns, want only the aborted one", n)
 		}
 	})
+	t.Run("disposed cancel latches nothing", func(t *testing.T) {
+		t.Parallel()
+		h, release := latchHarness(t, session.CancelCause{Kind: session.CauseDisposed})
+		late := h.followup("sent while disposing")
+		close(release)
+		h.idle()
+		ends := h.turnEnds()
+		if len(ends) != 1 || ends[0].Kind != session.ReasonAborted || ends[0].Cause.Kind != session.CauseDisposed {
+			t.Fatalf("ends %+v", ends)
+		}
+		if q := h.agent.Queue(); len(q.Queued) != 1 || q.Queued[0].ID != late.ID || len(h.fake.Requests()) != 0 {
+			t.Fatalf("queue %+v, %d requests", q, len(h.fake.Requests()))
+		}
+	})
+	t.Run("removed agent refuses input", func(t *testing.T) {
+		t.Parallel()
+		h, release := latchHarness(t, userCancel)
+		done := make(chan error, 1)
+		go func() { done <- h.mgr.Remove(h.ctx, h.agent.ID()) }()
+		for !errors.Is(h.agent.Followup(h.ctx, userMsg("too late")), driver.ErrDisposed) {
+			time.Sleep(time.Millisecond)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := len(h.turnEnds()); n != 1 || len(h.fake.Requests()) != 0 {
+			t.Fatalf("%d turns, %d requests after a removal", n, len(h.fake.Requests()))
+		}
+	})
 }
 
 // latchHarness has a turn stuck in a pre-step hook after a cancel, so the
 // test can send while the activity is aborting.
-func latchHarness(t *testing.T) (*harness, chan struct{}) {
+func latchHarness(t *testing.T, cause session.CancelCause) (*harness, chan struct{}) {
 	h := newHarness(t, script(textReply("latched ran")))
 	entered := make(chan struct{})
 	release := make(chan struct{})
@@ -279,7 +329,7 @@ func latchHarness(t *testing.T) (*harness, chan struct{}) {
 	})
 	h.followup("first")
 	<-entered
-	h.agent.Cancel(userCancel, true)
+	h.agent.Cancel(cause, true)
 	return h, release
 }
 

@@ -4,8 +4,10 @@
 // resumes and unloads agents.
 //
 // It follows the lifecycle of the DeepSeek Harness seed documents
-// (upstream-core §2–§4) with two deliberate differences: input that arrives
-// while the driver goes idle is always claimed or starts a new driver (the
-// check and the status flip happen under one lock), and a waking input that
-// arrives during a turn that ends blocked or in error still runs afterwards.
+// (upstream-core §2–§4). Input that arrives while the driver goes idle is
+// always claimed or starts a new driver (the check and the status flip
+// happen under one lock, closing upstream's known race). After a turn that
+// was stopped, blocked or failed the queue stays parked until the next
+// waking input, as upstream. The deliberate differences are written down,
+// each with its reason and tests, in docs/lifecycle.md.
 package driver

@@ -29,7 +29,7 @@ func (a *Agent) spliceLocked(t session.InboxTarget, start, remove int, insert []
 	if err != nil {
 		return fmt.Errorf("inbox splice: %w", err)
 	}
-	if _, err := a.log.Append(session.TypeInboxSpliced, ev); err != nil {
+	if _, err := a.appendLocked(session.TypeInboxSpliced, ev); err != nil {
 		return fmt.Errorf("inbox splice: %w", err)
 	}
 	*list = next

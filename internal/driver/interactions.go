@@ -50,11 +50,30 @@ func (a *Agent) PendingInteractions() []Interaction {
 // folded from the log) runs without a prompt and without approval events:
 // the log already says why, so the allowed set at any seq is derivable and
 // no pending record is opened that no one will answer.
+//
+// With no approval service (Options.NoApprovals) the call is denied as
+// unavailable and nothing is logged; under the approval policy "never"
+// (the last approval/policy event) it is rejected without asking anyone,
+// with the audit pair asked + decided{rejected} (upstream §4.6).
 func (a *Agent) requestApproval(ctx context.Context, turn int, call *tools.Call, reason string, preview *session.ApprovalPreview) session.ApprovalOutcome {
 	if a.log.State().ToolAllowed(call.Name) {
 		return session.ApprovalAllowedSession
 	}
+	if a.m.opts.NoApprovals {
+		return session.ApprovalUnavailable
+	}
 	id := llm.NewID()
+	if approvalPolicy(a.log) == session.ApprovalPolicyNever {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if _, err := a.appendLocked(session.TypeApprovalAsked, session.ApprovalAsked{ID: id, ToolName: call.Name, CallID: call.ID, Reason: reason, Preview: preview}); err != nil {
+			return session.ApprovalUnavailable
+		}
+		if _, err := a.appendLocked(session.TypeApprovalDecided, session.ApprovalDecided{ID: id, Outcome: session.ApprovalRejected}); err != nil {
+			a.logger.Error("close approval", "session", a.id, "id", id, "err", err)
+		}
+		return session.ApprovalRejected
+	}
 	info := Interaction{ID: id, Kind: KindApproval, Turn: turn, CallID: call.ID, ToolName: call.Name, Arguments: call.RawArguments, Reason: reason, Preview: preview}
 	reply, err := a.openInteraction(ctx, info, session.TypeApprovalAsked, session.ApprovalAsked{ID: id, ToolName: call.Name, CallID: call.ID, Reason: reason, Preview: preview})
 	if err != nil {
@@ -87,7 +106,7 @@ func (a *Agent) askQuestions(ctx context.Context, turn int, call *tools.Call, qs
 func (a *Agent) openInteraction(ctx context.Context, info Interaction, t session.Type, asked any) (*interactionReply, error) {
 	p := &pendingInteraction{info: info, reply: make(chan interactionReply, 1)}
 	a.mu.Lock()
-	if _, err := a.log.Append(t, asked); err != nil {
+	if _, err := a.appendLocked(t, asked); err != nil {
 		a.mu.Unlock()
 		return nil, err
 	}
@@ -127,7 +146,7 @@ func (a *Agent) closeLocked(p *pendingInteraction, r interactionReply, outcome s
 		if d.Outcome == session.ApprovalAllowedSession {
 			d.Tool = p.info.ToolName // the scope: every later call of this tool
 		}
-		_, err = a.log.Append(session.TypeApprovalDecided, d)
+		_, err = a.appendLocked(session.TypeApprovalDecided, d)
 		if err == nil && d.Tool != "" {
 			a.publishAllowedLocked()
 		}
@@ -136,7 +155,7 @@ func (a *Agent) closeLocked(p *pendingInteraction, r interactionReply, outcome s
 		if outcome == string(session.ApprovalCancelled) {
 			qo = session.QuestionCancelled
 		}
-		_, err = a.log.Append(session.TypeQuestionAnswered, session.QuestionAnswered{ID: p.info.ID, Outcome: qo, Answers: r.answers, By: r.by})
+		_, err = a.appendLocked(session.TypeQuestionAnswered, session.QuestionAnswered{ID: p.info.ID, Outcome: qo, Answers: r.answers, By: r.by})
 		outcome = string(qo)
 	}
 	if err != nil {
@@ -262,7 +281,7 @@ func (a *Agent) RevokeTool(ctx context.Context, tool string, by *session.Actor) 
 		a.mu.Unlock()
 		return nil
 	}
-	if _, err := a.log.Append(session.TypeApprovalRevoked, session.ApprovalRevoked{Tool: tool, By: by}); err != nil {
+	if _, err := a.appendLocked(session.TypeApprovalRevoked, session.ApprovalRevoked{Tool: tool, By: by}); err != nil {
 		a.mu.Unlock()
 		return err
 	}
@@ -274,4 +293,23 @@ func (a *Agent) RevokeTool(ctx context.Context, tool string, by *session.Actor) 
 // publishAllowedLocked sends the allowed tools snapshot.
 func (a *Agent) publishAllowedLocked() {
 	a.publishLocked(LiveEvent{Kind: LiveAllowed, Tools: a.log.State().AllowedTools})
+}
+
+// approvalPolicy is the approval policy in force: the last approval/policy
+// event's, else "ask".
+func approvalPolicy(l *session.Log) string {
+	for seq := l.Len() - 1; seq >= 0; seq-- {
+		ev, ok := l.Event(seq)
+		if !ok {
+			break
+		}
+		if ev.Type != session.TypeApprovalPolicy {
+			continue
+		}
+		if p, err := session.Decode[session.ApprovalPolicy](ev); err == nil && p.Policy != "" {
+			return p.Policy
+		}
+		break
+	}
+	return session.ApprovalPolicyAsk
 }

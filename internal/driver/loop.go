@@ -11,21 +11,30 @@ import (
 
 // run is the driver goroutine: it drains turns while there is work, then
 // flips to idle under the same lock that input takes, so input is never
-// stranded between the last check and the flip.
-func (a *Agent) run(act *activity) {
+// stranded between the last check and the flip. op is its first turn,
+// opened by the waking call (startLocked).
+//
+// After a turn that closed normally (completed, max-tokens) the driver goes
+// on while anything is pending. After a turn that was cancelled, blocked or
+// failed it stops, and pending input stays parked until the next waking
+// input, unless a wake was latched while the turn was aborting (upstream
+// §2.5, §3.2; docs/lifecycle.md "Stop, the paused queue and the wake latch").
+func (a *Agent) run(act *activity, op openedTurn) {
 	for {
-		reason := a.turn(act)
+		reason := a.turn(act, op)
 
 		a.mu.Lock()
 		var more bool
 		switch {
 		case a.disposed:
+		case act.cause != nil:
+			// Cancelled (Stop), even when the turn closed normally just
+			// before the cancel was seen: only a latched wake goes on.
+			more = a.wake && act.cause.Kind != session.CauseDisposed && a.pendingLocked()
 		case reason.Kind == session.ReasonCompleted || reason.Kind == session.ReasonMaxTokens:
 			more = a.pendingLocked()
-		case reason.Kind == session.ReasonAborted && reason.Cause != nil && reason.Cause.Kind == session.CauseDisposed:
 		default:
-			// blocked, error, aborted: go on only for input that asked to
-			// wake after this turn began.
+			// blocked, error: the queue is parked until the next wake.
 			more = a.wake && a.pendingLocked()
 		}
 		act.cancel(nil)
@@ -33,6 +42,7 @@ func (a *Agent) run(act *activity) {
 			a.act = newActivity(a.m.baseCtx)
 			a.wake = false
 			act = a.act
+			op = a.openTurnLocked()
 			a.mu.Unlock()
 			continue
 		}
@@ -48,21 +58,40 @@ func (a *Agent) run(act *activity) {
 	}
 }
 
+// openedTurn is a turn opened under the agent's lock: turn/start logged and
+// the turn's first claim taken.
+type openedTurn struct {
+	turn    int
+	claimed []llm.Message
+	err     error // turn/start could not be logged: there is no turn
+}
+
+// openTurnLocked opens the next turn: turn/start, then the claim at the
+// turn boundary (every next-step item, then the first next-turn item). A
+// waking send while idle does this before it returns (upstream §2.4), so
+// the log already holds turn/start and the claim when Followup or Steer
+// returns.
+func (a *Agent) openTurnLocked() openedTurn {
+	n := a.log.State().LastTurn + 1
+	if _, err := a.appendLocked(session.TypeTurnStart, session.TurnStart{Turn: n}); err != nil {
+		return openedTurn{turn: n, err: err}
+	}
+	return openedTurn{turn: n, claimed: a.claimLocked(session.TargetNextTurn, n)}
+}
+
 // turnResult is how a step (or the turn) ended; nil from step means the
 // tools owe the model another request.
 type stepOutcome = *session.TurnEndReason
 
-// turn runs one turn and returns its end reason, which it has logged.
-func (a *Agent) turn(act *activity) (reason session.TurnEndReason) {
+// turn runs one opened turn and returns its end reason, which it has
+// logged.
+func (a *Agent) turn(act *activity, op openedTurn) (reason session.TurnEndReason) {
 	ctx := act.ctx
-	turnNo := a.log.State().LastTurn + 1
-	if _, err := a.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turnNo}); err != nil {
-		a.reportError(turnNo, 0, err)
-		return session.TurnEndReason{Kind: session.ReasonError, Error: failureOf(err)}
+	turnNo := op.turn
+	if op.err != nil {
+		a.reportError(turnNo, 0, op.err)
+		return session.TurnEndReason{Kind: session.ReasonError, Error: failureOf(op.err)}
 	}
-	a.mu.Lock()
-	a.wake = false
-	a.mu.Unlock()
 
 	step := 0
 	defer func() {
@@ -82,15 +111,29 @@ func (a *Agent) turn(act *activity) (reason session.TurnEndReason) {
 		}
 	}()
 
+	// ends is the outcome of the last step: nil while tools owe the model a
+	// request. maxTokens is sticky for the turn's reason (upstream §3.4) but
+	// does not stop a continuation the tools of a later step are owed
+	// (docs/lifecycle.md "Max-tokens and owed tool results").
 	var ends *session.TurnEndReason
-	target := session.TargetNextTurn
-	for {
-		if ctx.Err() != nil {
-			return a.abortReason(act)
+	maxTokens := false
+	final := func() session.TurnEndReason {
+		if maxTokens {
+			return session.TurnEndReason{Kind: session.ReasonMaxTokens}
 		}
-		a.mu.Lock()
-		claimed := a.claimLocked(target, turnNo)
-		a.mu.Unlock()
+		return *ends
+	}
+	target := session.TargetNextTurn
+	claimed := op.claimed
+	for first := true; ; first = false {
+		if !first {
+			if ctx.Err() != nil {
+				return a.abortReason(act)
+			}
+			a.mu.Lock()
+			claimed = a.claimLocked(target, turnNo)
+			a.mu.Unlock()
+		}
 
 		asm, err := a.assemble(ctx)
 		if err != nil {
@@ -99,7 +142,7 @@ func (a *Agent) turn(act *activity) (reason session.TurnEndReason) {
 		if ctx.Err() != nil {
 			return a.abortReason(act)
 		}
-		decision, err := a.preStep(ctx, turnNo, step+1, claimed, asm, step > 0 && ends == nil)
+		decision, err := a.preStep(ctx, turnNo, step+1, claimed, asm)
 		if err != nil {
 			return a.failReason(act, turnNo, step, err)
 		}
@@ -110,7 +153,7 @@ func (a *Agent) turn(act *activity) (reason session.TurnEndReason) {
 			return session.TurnEndReason{Kind: session.ReasonBlocked}
 		}
 		if ends != nil && len(decision.Messages) == 0 {
-			return *ends
+			return final()
 		}
 		if step == 0 && len(decision.Messages) == 0 {
 			return session.TurnEndReason{Kind: session.ReasonCompleted}
@@ -133,8 +176,12 @@ func (a *Agent) turn(act *activity) (reason session.TurnEndReason) {
 		if err != nil {
 			return a.failReason(act, turnNo, step, err)
 		}
-		if out != nil && (ends == nil || ends.Kind != session.ReasonMaxTokens) {
-			ends = out
+		// The step's outcome replaces the turn's end reason (upstream §3.2 g):
+		// a tools step (nil) clears an earlier "completed", so the model gets
+		// a continuation step to read the results.
+		ends = out
+		if out != nil && out.Kind == session.ReasonMaxTokens {
+			maxTokens = true
 		}
 
 		if ctx.Err() != nil {
@@ -151,7 +198,7 @@ func (a *Agent) turn(act *activity) (reason session.TurnEndReason) {
 			}
 		}
 		if ends != nil && !a.hasNextStep() {
-			return *ends
+			return final()
 		}
 		target = session.TargetNextStep
 	}

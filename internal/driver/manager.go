@@ -65,6 +65,10 @@ type Options struct {
 	// Confiner builds the commands tool processes run in (the sandbox);
 	// nil refuses every tool process.
 	Confiner Confiner
+	// NoApprovals says no approval service exists (nobody can answer, e.g.
+	// an unattended runner): a call that asks is denied as unavailable and
+	// no approval/* event is logged.
+	NoApprovals bool
 }
 
 // Confiner confines the processes a session's tools start to that
@@ -378,7 +382,10 @@ func (m *Manager) Pin(ctx context.Context, id string) (*Agent, func(), error) {
 }
 
 // Resume loads every session with waiting queue items and runs them. Called
-// once at server start; interrupted turns were closed by crash repair.
+// once at server start; interrupted turns were closed by crash repair. A
+// paused queue (its last turn was stopped by a person, blocked or failed)
+// stays paused: it waits for the next waking input, as it would have
+// without the restart.
 func (m *Manager) Resume(ctx context.Context) error {
 	ids, err := m.store.PendingInboxSessions(ctx)
 	if err != nil {
@@ -392,11 +399,14 @@ func (m *Manager) Resume(ctx context.Context) error {
 			continue
 		}
 		a.mu.Lock()
-		if a.pendingLocked() {
+		run := a.pendingLocked() && !queuePaused(a.log)
+		if run {
 			a.wakeLocked()
 		}
 		a.mu.Unlock()
-		m.logger.Info("resumed session with queued input", "session", id)
+		if run {
+			m.logger.Info("resumed session with queued input", "session", id)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -555,4 +565,34 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	}
 	m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: id})
 	return nil
+}
+
+// queuePaused reports whether the log's last turn left its queue parked:
+// it ended aborted by anything but a shutdown, blocked, or in error. A turn
+// cut by a shutdown or a crash (interrupted), or one that completed, does
+// not pause the queue.
+func queuePaused(l *session.Log) bool {
+	for seq := l.Len() - 1; seq >= 0; seq-- {
+		ev, ok := l.Event(seq)
+		if !ok {
+			return false
+		}
+		switch ev.Type {
+		case session.TypeTurnStart:
+			return false
+		case session.TypeTurnEnd:
+			te, err := session.Decode[session.TurnEnd](ev)
+			if err != nil {
+				return false
+			}
+			switch te.Reason.Kind {
+			case session.ReasonBlocked, session.ReasonError:
+				return true
+			case session.ReasonAborted:
+				return te.Reason.Cause == nil || te.Reason.Cause.Kind != session.CauseShutdown
+			}
+			return false
+		}
+	}
+	return false
 }

@@ -113,25 +113,29 @@ func interpolate(s Section, vars map[string]string) (string, error) {
 	return out, firstErr
 }
 
-// preStep runs agent/pre-step. The default enters the claimed messages plus a
-// runtime-context snapshot when the contexts changed since the snapshot the
-// model last saw.
-//
-// continuing marks a step the tools owe the model: it runs even with no new
-// input, so a changed context rides along.
-func (a *Agent) preStep(ctx context.Context, turn, step int, claimed []llm.Message, asm *Assembly, continuing bool) (PreStepDecision, error) {
+// preStep runs agent/pre-step. The session is flushed first (a checkpoint:
+// the claim and everything before it are durable before any hook works on
+// the step). The default enters the claimed messages plus a runtime-context
+// snapshot when the contexts changed since the snapshot the model last saw:
+// the snapshot is offered at every step, so a step that enters only a
+// snapshot is possible (upstream §3.2 a, §5.6).
+func (a *Agent) preStep(ctx context.Context, turn, step int, claimed []llm.Message, asm *Assembly) (PreStepDecision, error) {
+	if err := a.m.store.Flush(ctx, a.id); err != nil {
+		if ctx.Err() != nil {
+			return PreStepDecision{}, ctx.Err()
+		}
+		return PreStepDecision{}, &llm.Failure{Code: CodePersistence, Message: fmt.Sprintf("session not durable at pre-step: %v", err)}
+	}
 	p := &PreStepPayload{Agent: a, Turn: turn, Step: step, Messages: claimed}
 	hooks := snapshot(a.m.hooks, &a.hooks, func(h *Hooks) []entry[PreStepHook] { return h.preStep })
 	return waterfall(ctx, "agent/pre-step", hooks, p, func(context.Context) (PreStepDecision, error) {
 		msgs := append([]llm.Message(nil), p.Messages...)
-		if len(msgs) > 0 || continuing {
-			snap, err := a.contextSnapshot(asm)
-			if err != nil {
-				return PreStepDecision{}, err
-			}
-			if snap != nil {
-				msgs = append(msgs, *snap)
-			}
+		snap, err := a.contextSnapshot(asm)
+		if err != nil {
+			return PreStepDecision{}, err
+		}
+		if snap != nil {
+			msgs = append(msgs, *snap)
 		}
 		return Enter(msgs), nil
 	})

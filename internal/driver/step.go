@@ -18,7 +18,6 @@ func (a *Agent) step(ctx context.Context, act *activity, turn, step int, asm *As
 	if err != nil {
 		return nil, err
 	}
-	retries := 0
 	for {
 		req, prov, info, err := a.buildRequest(ctx, turn, step, system, asm.Tools)
 		if err != nil {
@@ -48,8 +47,7 @@ func (a *Agent) step(ctx context.Context, act *activity, turn, step int, asm *As
 			if failure == nil {
 				failure = &llm.Failure{Code: llm.CodeUnknown, Message: "request failed"}
 			}
-			retries++
-			decision, err := a.requestError(ctx, turn, step, info, failure, retries)
+			decision, err := a.requestError(ctx, turn, step, info, failure)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -168,25 +166,35 @@ func (a *Agent) finalizeInterrupted(turn, step int, res *streamResult) {
 
 // requestError runs agent/request-error; the default (innermost) decision
 // applies the provider's retry policy with llm/retry events.
-func (a *Agent) requestError(ctx context.Context, turn, step int, info llm.ProviderInfo, f *llm.Failure, retry int) (RequestErrorDecision, error) {
+func (a *Agent) requestError(ctx context.Context, turn, step int, info llm.ProviderInfo, f *llm.Failure) (RequestErrorDecision, error) {
 	p := &RequestErrorPayload{Agent: a, Turn: turn, Step: step, Provider: info.Name, Failure: f, Retry: info.Retry}
 	hooks := snapshot(a.m.hooks, &a.hooks, func(h *Hooks) []entry[RequestErrorHook] { return h.requestError })
 	return waterfall(ctx, "agent/request-error", hooks, p, func(ctx context.Context) (RequestErrorDecision, error) {
-		return a.retryWithPolicy(ctx, p, retry)
+		return a.retryWithPolicy(ctx, p)
 	})
 }
 
-// retryWithPolicy is the default request-error decision.
-func (a *Agent) retryWithPolicy(ctx context.Context, p *RequestErrorPayload, retry int) (RequestErrorDecision, error) {
+// retryWithPolicy is the default request-error decision. The budget is
+// counted per (turn, step, provider, policy key) from the llm/retry events
+// already in the log (upstream §5.5), so a retry granted by another
+// recovery (overflow compaction) does not spend it, and the count survives
+// anything that re-enters the step.
+func (a *Agent) retryWithPolicy(ctx context.Context, p *RequestErrorPayload) (RequestErrorDecision, error) {
+	key := p.Retry.PolicyKey()
+	retry := a.retriesSpent(p.Turn, p.Step, p.Provider, key) + 1
 	delay, ok := p.Retry.Decide(retry, p.Failure, a.m.rand)
 	if !ok {
 		return RequestErrorDecision{}, nil
 	}
-	id := llm.NewID()
-	if _, err := a.log.Append(session.TypeLLMRetry, session.LLMRetry{
-		RetryID: id, Turn: p.Turn, Step: p.Step, Provider: p.Provider, Mode: "normal",
-		Retry: retry, MaxRetries: p.Retry.MaxRetries, DelayMs: delay.Milliseconds(), Failure: *p.Failure,
-	}); err != nil {
+	mode := p.Retry.ModeName()
+	ev := session.LLMRetry{
+		RetryID: llm.NewID(), Turn: p.Turn, Step: p.Step, Provider: p.Provider, Mode: string(mode), PolicyKey: key,
+		Retry: retry, DelayMs: delay.Milliseconds(), Failure: *p.Failure,
+	}
+	if mode == llm.RetryNormal {
+		ev.MaxRetries = p.Retry.MaxRetries
+	}
+	if _, err := a.log.Append(session.TypeLLMRetry, ev); err != nil {
 		return RequestErrorDecision{}, err
 	}
 	if err := a.m.store.Flush(ctx, a.id); err != nil && ctx.Err() == nil {
@@ -199,10 +207,33 @@ func (a *Agent) retryWithPolicy(ctx context.Context, p *RequestErrorPayload, ret
 		return RequestErrorDecision{}, ctx.Err()
 	case <-t.C:
 	}
-	if _, err := a.log.Append(session.TypeLLMRetryStarted, session.LLMRetryStarted{RetryID: id, Turn: p.Turn, Step: p.Step, Retry: retry}); err != nil {
+	if _, err := a.log.Append(session.TypeLLMRetryStarted, session.LLMRetryStarted{RetryID: ev.RetryID, Turn: p.Turn, Step: p.Step, Retry: retry}); err != nil {
 		return RequestErrorDecision{}, err
 	}
 	return RequestErrorDecision{Retry: true}, nil
+}
+
+// retriesSpent counts the llm/retry events of (turn, step, provider, key),
+// reading back to the turn's start.
+func (a *Agent) retriesSpent(turn, step int, provider, key string) int {
+	n := 0
+	for seq := a.log.Len() - 1; seq >= 0; seq-- {
+		ev, ok := a.log.Event(seq)
+		if !ok || ev.Type == session.TypeTurnStart {
+			break
+		}
+		if ev.Type != session.TypeLLMRetry {
+			continue
+		}
+		r, err := session.Decode[session.LLMRetry](ev)
+		if err != nil || r.Turn != turn || r.Step != step || r.Provider != provider {
+			continue
+		}
+		if r.PolicyKey == key || r.PolicyKey == "" && r.Mode == key {
+			n++
+		}
+	}
+	return n
 }
 
 // runTools runs the step's tool calls through the tools pipeline.

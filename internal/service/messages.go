@@ -146,6 +146,36 @@ func (s *Service) SteerQueueItem(ctx context.Context, a *auth.Actor, id, item st
 	return nil
 }
 
+// RunQueue starts a paused queue (left by Stop, or parked after a blocked
+// or failed turn): the idle agent runs the next queued message now, then
+// the rest in order. A running agent answers busy; an empty queue
+// item_not_found.
+func (s *Service) RunQueue(ctx context.Context, a *auth.Actor, id string) error {
+	ag, err := s.writable(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if err := s.checkRoute(ctx, ag); err != nil {
+		return err
+	}
+	if err := ag.RunNext(ctx); err != nil {
+		return s.fail(ctx, "run queue", err)
+	}
+	return nil
+}
+
+// ClearQueue removes every queued message; a running turn goes on.
+func (s *Service) ClearQueue(ctx context.Context, a *auth.Actor, id string) error {
+	ag, err := s.writable(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if err := ag.ClearQueue(ctx); err != nil {
+		return s.fail(ctx, "clear queue", err)
+	}
+	return nil
+}
+
 // writable authorizes a write and returns the loaded agent.
 func (s *Service) writable(ctx context.Context, a *auth.Actor, id string) (*driver.Agent, error) {
 	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {

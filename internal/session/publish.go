@@ -54,10 +54,33 @@ func (l *Log) Subscribe(fn func(Event)) (next int64, cancel func()) {
 	}
 }
 
+// HoldDelivery defers delivery: while a hold is in force no appender
+// becomes the deliverer, so events are queued; release (idempotent, from
+// any goroutine) lifts the hold and delivers what was queued on the
+// caller's goroutine, unless a delivery is already in progress, which then
+// hands the events on. A caller that appends while holding a lock of its
+// own takes a hold before the append and releases it after unlocking, so
+// no subscriber ever runs under that lock (a subscriber may call back into
+// the caller, e.g. an agent's Followup from an inbox splice observer).
+func (l *Log) HoldDelivery() (release func()) {
+	l.mu.Lock()
+	l.held++
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			l.held--
+			l.publishAndUnlock()
+		})
+	}
+}
+
 // publishAndUnlock delivers queued events unless another goroutine already
-// does, then releases the write lock the caller holds.
+// does or a HoldDelivery is in force, then releases the write lock the
+// caller holds.
 func (l *Log) publishAndUnlock() {
-	if l.delivering || len(l.pending) == 0 {
+	if l.delivering || l.held > 0 || len(l.pending) == 0 {
 		l.mu.Unlock()
 		return
 	}

@@ -225,3 +225,40 @@ func TestConcurrentReentrantAppends(t *testing.T) {
 		}
 	}
 }
+
+// HoldDelivery: appends made under a hold are queued, not delivered; the
+// release delivers them in order on the releasing goroutine, so a caller
+// that appends under its own lock can release after unlocking and a
+// subscriber may take that lock.
+func TestHoldDelivery(t *testing.T) {
+	t.Parallel()
+	l := newTestLog()
+	var mu sync.Mutex
+	var got []int64
+	l.Subscribe(func(ev Event) {
+		mu.Lock() // deadlocks if delivered while the appender holds mu
+		got = append(got, ev.Seq)
+		mu.Unlock()
+	})
+	release := l.HoldDelivery()
+	mu.Lock()
+	if _, err := l.Append(TypeTurnStart, TurnStart{Turn: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(TypeSessionTitle, SessionTitle{Title: "t", Source: TitleFallback}); err != nil {
+		t.Fatal(err)
+	}
+	held := len(got)
+	mu.Unlock()
+	release()
+	release() // idempotent
+	if held != 0 || !slices.Equal(got, []int64{0, 1}) {
+		t.Fatalf("delivered %d under the hold; after release %v", held, got)
+	}
+	if _, err := l.Append(TypeTurnEnd, TurnEnd{Turn: 1, Reason: TurnEndReason{Kind: ReasonCompleted}}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []int64{0, 1, 2}) {
+		t.Fatalf("after the hold: %v", got)
+	}
+}

@@ -268,6 +268,7 @@ type LLMRetry struct {
 	Step       int         `json:"step"`
 	Provider   string      `json:"provider"`
 	Mode       string      `json:"mode"`
+	PolicyKey  string      `json:"policyKey,omitempty"`
 	Retry      int         `json:"retry"`
 	MaxRetries int         `json:"maxRetries,omitempty"`
 	DelayMs    int64       `json:"delayMs"`
@@ -362,6 +363,12 @@ type ApprovalRevoked struct {
 type ApprovalPolicy struct {
 	Policy string `json:"policy"` // "ask" or "never"
 }
+
+// Approval policies: ask people, or reject without asking anyone.
+const (
+	ApprovalPolicyAsk   = "ask"
+	ApprovalPolicyNever = "never"
+)
 
 // PermissionMode is the session's tool permission mode.
 type PermissionMode string

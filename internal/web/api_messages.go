@@ -97,6 +97,22 @@ func (s *Server) apiRemoveQueueItem(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// POST /api/sessions/:id/queue/run → 204: the paused queue runs.
+func (s *Server) apiRunQueue(c echo.Context) error {
+	if err := s.svc.RunQueue(c.Request().Context(), ActorFrom(c), c.Param("id")); err != nil {
+		return svcError(err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// DELETE /api/sessions/:id/queue → 204: every queued message is removed.
+func (s *Server) apiClearQueue(c echo.Context) error {
+	if err := s.svc.ClearQueue(c.Request().Context(), ActorFrom(c), c.Param("id")); err != nil {
+		return svcError(err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
 // POST /api/sessions/:id/queue/:item/steer → 204.
 func (s *Server) apiSteerQueueItem(c echo.Context) error {
 	if err := s.svc.SteerQueueItem(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("item")); err != nil {

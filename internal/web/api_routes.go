@@ -26,6 +26,7 @@ func (s *Server) apiRoutes() {
 	g.GET("/workspace/browse", s.apiWorkspaceBrowse)
 
 	g.POST("/sessions", s.apiCreateSession)
+	s.e.POST("/api/sessions/import", s.apiImport, s.RequireUser, limitBody(maxImportBody))
 	g.GET("/sessions", s.apiListSessions)
 	g.GET("/sessions/:id", s.apiGetSession)
 	g.PATCH("/sessions/:id", s.apiPatchSession)
@@ -46,6 +47,8 @@ func (s *Server) apiRoutes() {
 	g.PATCH("/sessions/:id/queue/:item", s.apiEditQueueItem)
 	g.DELETE("/sessions/:id/queue/:item", s.apiRemoveQueueItem)
 	g.POST("/sessions/:id/queue/:item/steer", s.apiSteerQueueItem)
+	g.POST("/sessions/:id/queue/run", s.apiRunQueue)
+	g.DELETE("/sessions/:id/queue", s.apiClearQueue)
 
 	g.GET("/sessions/:id/members", s.apiMembers)
 	g.POST("/sessions/:id/members", s.apiAddMember)

@@ -9,6 +9,7 @@ func (s *Server) pageRoutes() {
 
 	s.e.GET("/", s.pageSessions, u)
 	s.e.POST("/sessions", s.pageCreateSession, u)
+	s.importPageRoutes(u)
 	s.e.GET("/sessions/:id", s.pageChat, u)
 	s.e.GET("/sessions/:id/history", s.pageHistory, u)
 	s.e.POST("/sessions/:id/messages", s.pageSendMessage, u)

@@ -36,6 +36,10 @@ func (c *conn) dispatch(req Request) (Response, bool) {
 		err = svc.RemoveQueueItem(ctx, a, req.Session, req.Item)
 	case OpInboxSteer:
 		err = svc.SteerQueueItem(ctx, a, req.Session, req.Item)
+	case OpInboxRun:
+		err = svc.RunQueue(ctx, a, req.Session)
+	case OpInboxClear:
+		err = svc.ClearQueue(ctx, a, req.Session)
 	case OpApprove:
 		err = svc.Approve(ctx, a, req.Session, req.Approval, service.Decision(req.Decision))
 	case OpRevokeTool:

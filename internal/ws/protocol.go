@@ -29,6 +29,8 @@ const (
 	OpInboxEdit   Op = "inbox.edit"
 	OpInboxRemove Op = "inbox.remove"
 	OpInboxSteer  Op = "inbox.steer"
+	OpInboxRun    Op = "inbox.run"
+	OpInboxClear  Op = "inbox.clear"
 	OpApprove     Op = "approve"
 	OpRevokeTool  Op = "approvals.revoke"
 	OpAnswer      Op = "answer"
@@ -169,7 +171,7 @@ type deletedRow struct {
 // knownOps are the ops a client may send.
 var knownOps = map[Op]bool{
 	OpSubscribe: true, OpUnsubscribe: true, OpFollowup: true, OpSteer: true, OpCancel: true,
-	OpInboxEdit: true, OpInboxRemove: true, OpInboxSteer: true, OpApprove: true, OpRevokeTool: true, OpAnswer: true,
+	OpInboxEdit: true, OpInboxRemove: true, OpInboxSteer: true, OpInboxRun: true, OpInboxClear: true, OpApprove: true, OpRevokeTool: true, OpAnswer: true,
 	OpSetMode: true, OpSetModel: true, OpCompact: true, OpPing: true,
 }
 

@@ -1,5 +1,6 @@
 // The chat page's controls: the composer (send, queue while running,
-// steer, stop, the /compact command), the queue dock, approval and question
+// steer, stop and Esc, the /compact command), the queue dock (paused after
+// Stop: "Run next", "Clear"), approval and question
 // panels that take over the composer (and the keyboard focus), the tools
 // allowed for the session, status, mode and model, and the context meter.
 
@@ -76,6 +77,14 @@ export class Controls {
         e.preventDefault();
         e.stopPropagation();
       }
+    });
+    // Esc stops the running turn, unless a panel, dialog, menu or editor
+    // has the key (an approval panel swallows its own Escape above).
+    document.addEventListener("keydown", (e) => {
+      if (e.key !== "Escape" || e.defaultPrevented || e.isComposing || !this.running) return;
+      if (e.target.closest?.(".tk-panel, dialog, .menu, .files-panel, .queue-edit")) return;
+      e.preventDefault();
+      this.stop();
     });
     this.watchTakeover();
     const panel = this.takeover?.querySelector(".tk-panel");
@@ -220,6 +229,12 @@ export class Controls {
       case "queue-cancel":
         this.renderQueue(this.lastQueue || { queued: [], steering: [] });
         break;
+      case "queue-run":
+        this.call("inbox.run", {}).catch(() => {});
+        break;
+      case "queue-clear":
+        this.call("inbox.clear", {}).catch(() => {});
+        break;
     }
   }
 
@@ -296,9 +311,18 @@ export class Controls {
     if (send) send.textContent = running ? "Queue" : "Send";
     if (this.input) {
       this.input.placeholder = running
-        ? "The agent is working — Enter queues, Ctrl+Enter steers now"
+        ? "The agent is working — Enter queues, Ctrl+Enter steers now, Esc stops"
         : "Message the agent — Enter sends, Shift+Enter adds a line";
     }
+    this.updatePaused();
+  }
+
+  /** An idle agent with queued messages is paused (after Stop, or a turn
+   * that failed): the dock says so and offers "Run next" and "Clear". */
+  updatePaused() {
+    if (!this.queueDock) return;
+    const n = this.queueDock.querySelectorAll("#queue-list > .queue-item").length;
+    this.queueDock.classList.toggle("paused", n > 0 && !this.running);
   }
 
   /** Rebuilds the queue dock from a snapshot (same markup as the page). */
@@ -311,6 +335,7 @@ export class Controls {
     list.replaceChildren(...items);
     this.queueDock.querySelector("#queue-count").textContent = String(items.length);
     this.queueDock.classList.toggle("hidden", items.length === 0);
+    this.updatePaused();
   }
 
   queueItem(m, kind) {
@@ -353,6 +378,7 @@ export class Controls {
         e.preventDefault();
         li.querySelector("[data-action=queue-save]").click();
       } else if (e.key === "Escape") {
+        e.preventDefault(); // ends the edit, never stops the turn
         li.querySelector("[data-action=queue-cancel]").click();
       }
     });
