@@ -23,7 +23,8 @@ type RawEvent struct {
 // starts maxRun seqs early and the events at or below since are skipped.
 // The session is found by its id: its LogKey comes from the sessions row in
 // the same query.
-// Rows' bodies are scratch memory valid during the call of fn only.
+// Rows' bodies and metas are scratch memory valid during the call of fn
+// only.
 func (s *Store) scanRows(ctx context.Context, sessionID string, since, before int64, limit int, fn func(storedRow) error) error {
 	q := `SELECT seq, n, "time", "type", meta, body FROM log_rows WHERE log_key = (SELECT log_key FROM sessions WHERE id = ?) AND seq > ?`
 	args := []any{sessionID, since - maxRun}
@@ -37,16 +38,19 @@ func (s *Store) scanRows(ctx context.Context, sessionID string, since, before in
 		return err
 	}
 	defer rows.Close()
+	var scratch []byte // decompressed groups, one at a time
+	var typ, meta, body sql.RawBytes
 	for rows.Next() {
-		var r storedRow
-		var body sql.RawBytes
-		if err := rows.Scan(&r.seq, &r.n, &r.time, &r.typ, &r.meta, &body); err != nil {
+		r := storedRow{scratch: &scratch}
+		if err := rows.Scan(&r.seq, &r.n, &r.time, &typ, &meta, &body); err != nil {
 			return err
 		}
 		if r.seq+int64(r.n)-1 <= since {
 			continue
 		}
-		r.body = body
+		// The row's bytes are the driver's until the next row: fn copies
+		// what it keeps, and a type is one of a few strings.
+		r.typ, r.meta, r.body = internType(typ), unsafeString(meta), body
 		if err := fn(r); err != nil {
 			if errors.Is(err, errEnough) {
 				return rows.Close()
@@ -102,15 +106,28 @@ func (s *Store) decodeRange(ctx context.Context, sessionID string, since, before
 }
 
 // EventsRaw is EventsSince returning each event's stored JSON, byte for
-// byte what the log sent live.
+// byte what the log sent live. The bodies share a few large buffers.
 func (s *Store) EventsRaw(ctx context.Context, sessionID string, since int64, limit int) ([]RawEvent, error) {
-	evs := make([]RawEvent, 0, s.capHint(ctx, sessionID, since, -1, limit))
+	const chunk = 256 << 10
+	n := s.capHint(ctx, sessionID, since, -1, limit)
+	evs := make([]RawEvent, 0, n)
+	buf := make([]byte, 0, min(n*200, chunk))
 	err := s.scanRows(ctx, sessionID, since, -1, limit, func(r storedRow) error {
-		return r.raw(func(seq int64, typ string, body []byte) error {
-			if seq <= since {
+		return r.entries(func(e *entry) error {
+			if e.seq <= since {
 				return nil
 			}
-			evs = append(evs, RawEvent{Seq: seq, Type: typ, Body: body})
+			if cap(buf)-len(buf) < 16<<10 && len(buf) > 0 {
+				// A new buffer rather than a grown one: earlier bodies
+				// point into the old, and a copy would be for nothing.
+				buf = make([]byte, 0, chunk)
+			}
+			start := len(buf)
+			var err error
+			if buf, err = e.appendRaw(buf); err != nil {
+				return err
+			}
+			evs = append(evs, RawEvent{Seq: e.seq, Type: e.typ, Body: buf[start:len(buf):len(buf)]})
 			if limit > 0 && len(evs) == limit {
 				return errEnough
 			}

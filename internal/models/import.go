@@ -53,11 +53,17 @@ func (s *Store) CreateSessionWithLog(ctx context.Context, sess *Session, events 
 			rows[i] = r.record(sess.LogKey)
 		}
 		// GORM writes a zero head as the column default (-1) and reads
-		// that back into sess: set it.
-		if err := tx.Model(&Session{}).Where("id = ?", sess.ID).UpdateColumn("head", head).Error; err != nil {
+		// that back into sess: set it, and what the writer keeps.
+		todoSeq := int64(-1)
+		for _, ev := range events {
+			if ev.Type == session.TypeTodoWrite {
+				todoSeq = ev.Seq
+			}
+		}
+		if err := tx.Model(&Session{}).Where("id = ?", sess.ID).UpdateColumns(map[string]any{"head": head, "todo_seq": todoSeq}).Error; err != nil {
 			return err
 		}
-		sess.Head = head
+		sess.Head, sess.TodoSeq = head, todoSeq
 		if len(rows) == 0 {
 			return nil
 		}

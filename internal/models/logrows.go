@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"harness/internal/llm"
 	"harness/internal/session"
@@ -27,8 +29,8 @@ import (
 // parsing. A single event's Body is its data exactly as the log encoded it
 // and Meta the rest of its envelope as MarshalEvent writes it after data
 // (`,"surfaceOp":…`; empty for most events; see compactMeta). A group has
-// Type "" and Meta "g" and a Body of its own (see group), or Meta "z" and
-// that body compressed (logrows_zstd.go). Rows rebuild each
+// Type "" and Meta "g" and a Body of its own (see group), or Meta "s" and
+// that body compressed (logrows_compress.go). Rows rebuild each
 // event's stored JSON byte for byte, so replay and export send what the log
 // sent live.
 type LogRow struct {
@@ -140,7 +142,10 @@ func cutInt(d []byte, prefix string, v *int) ([]byte, bool) {
 
 // deltaData is the data of a delta as the log encodes it.
 func deltaData(k runKey, text string) []byte {
-	b := make([]byte, 0, len(text)+72)
+	return appendDeltaData(make([]byte, 0, len(text)+72), k, text)
+}
+
+func appendDeltaData(b []byte, k runKey, text string) []byte {
 	b = append(b, `{"turn":`...)
 	b = strconv.AppendInt(b, int64(k.turn), 10)
 	b = append(b, `,"step":`...)
@@ -345,10 +350,22 @@ func appendJSONString(b []byte, s string) []byte {
 // assembled from: a contiguous range, stored as "first-last".
 const seqsKey = `"sourceEventSeqs":[`
 
-// compactMeta stores a contiguous sourceEventSeqs list as its bounds,
-// marking the meta with a leading "~" (a stored meta otherwise starts with
-// "," or is empty). Any other list is kept as it is.
+// appendOp is how every surface event's envelope goes on after its data;
+// a stored meta starting "@" stands for it.
+const appendOp = `,"surfaceOp":"append"`
+
+// compactMeta shortens an envelope tail (a stored meta otherwise starts
+// with "," or is empty): a leading appendOp becomes "@", then a contiguous
+// sourceEventSeqs list becomes its bounds and the meta is marked with a
+// leading "~". Any other list is kept as it is.
 func compactMeta(meta string) string {
+	if rest, ok := strings.CutPrefix(meta, appendOp); ok {
+		return compactSeqs("@" + rest)
+	}
+	return compactSeqs(meta)
+}
+
+func compactSeqs(meta string) string {
 	i := strings.Index(meta, seqsKey)
 	if i < 0 {
 		return meta
@@ -398,6 +415,17 @@ func expandRange(first, last int64) string {
 
 // expandMeta undoes compactMeta.
 func expandMeta(meta string) (string, error) {
+	meta, err := expandSeqs(meta)
+	if err != nil {
+		return "", err
+	}
+	if rest, ok := strings.CutPrefix(meta, "@"); ok {
+		return appendOp + rest, nil
+	}
+	return meta, nil
+}
+
+func expandSeqs(meta string) (string, error) {
 	if !strings.HasPrefix(meta, "~") {
 		return meta, nil
 	}
@@ -493,6 +521,25 @@ type storedRow struct {
 	typ  string
 	meta string
 	body []byte
+	// scratch, when set, is a buffer reused for decompressed groups.
+	scratch *[]byte
+}
+
+// typeNames interns the stored types (the strings a read hands on).
+var typeNames = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range append(slices.Clone(boundaryTypes), knownTypes...) {
+		m[string(t)] = string(t)
+	}
+	return m
+}()
+
+// internType is the type named by b, allocated only when unusual.
+func internType(b []byte) string {
+	if s, ok := typeNames[string(b)]; ok {
+		return s
+	}
+	return string(b)
 }
 
 // entry is one event of a stored row, its data and meta possibly scratch
@@ -520,10 +567,17 @@ func (r storedRow) entries(yield func(e *entry) error) error {
 	switch r.meta {
 	case metaGroup:
 		return r.groupEntries(yield)
-	case metaZstd:
-		body, err := decompressGroup(r.seq, r.body)
+	case metaS2:
+		var buf []byte
+		if r.scratch != nil {
+			buf = *r.scratch
+		}
+		body, err := decompressGroup(r.seq, r.body, buf)
 		if err != nil {
 			return err
+		}
+		if r.scratch != nil && cap(body) > cap(buf) {
+			*r.scratch = body
 		}
 		r.body = body
 		return r.groupEntries(yield)
@@ -616,7 +670,7 @@ func (r storedRow) groupEntries(yield func(e *entry) error) error {
 			if !ok1 || !ok2 {
 				return bad("bad event")
 			}
-			e.meta, e.data = string(meta), data
+			e.meta, e.data = unsafeString(meta), data
 		default:
 			return bad(fmt.Sprintf("unknown tag %d", tag))
 		}
@@ -659,19 +713,18 @@ func (e *entry) event() (session.Event, error) {
 	return ev, nil
 }
 
-// raw is the stored JSON of an entry's event.
-func (e *entry) raw() ([]byte, error) {
+// appendRaw appends the stored JSON of an entry's event to b.
+func (e *entry) appendRaw(b []byte) ([]byte, error) {
 	if e.meta == metaWhole {
-		return bytes.Clone(e.data), nil
+		return append(b, e.data...), nil
 	}
 	meta, err := expandMeta(e.meta)
 	if err != nil {
 		return nil, fmt.Errorf("stored event at seq %d: %w", e.seq, err)
 	}
-	size := len(e.data) + len(e.text) + len(meta) + len(e.typ) + 80
-	b := appendEnvelopeHead(make([]byte, 0, size), e.seq, e.time, e.typ)
+	b = appendEnvelopeHead(b, e.seq, e.time, e.typ)
 	if e.delta != nil {
-		b = append(b, deltaData(*e.delta, string(e.text))...)
+		b = appendDeltaData(b, *e.delta, unsafeString(e.text))
 	} else {
 		b = append(b, e.data...)
 	}
@@ -690,13 +743,8 @@ func (r storedRow) events(yield func(ev session.Event) error) error {
 	})
 }
 
-// raw hands over the stored JSON of each of the row's events.
-func (r storedRow) raw(yield func(seq int64, typ string, body []byte) error) error {
-	return r.entries(func(e *entry) error {
-		b, err := e.raw()
-		if err != nil {
-			return err
-		}
-		return yield(e.seq, e.typ, b)
-	})
-}
+// unsafeString views b as a string without copying, for bytes that stay
+// unchanged while the string is used and a use that does not keep it (a
+// row's scratch memory during its callback; entry.event and appendRaw
+// copy what they keep).
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

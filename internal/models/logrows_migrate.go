@@ -83,6 +83,15 @@ func convertLegacyEvents(ctx context.Context, db *gorm.DB) (int, error) {
 				}
 			}
 			moved += len(evs)
+			todoSeq := int64(-1)
+			for _, ev := range evs {
+				if ev.Type == session.TypeTodoWrite {
+					todoSeq = ev.Seq
+				}
+			}
+			if err := tx.Model(&Session{}).Where("id = ?", id).UpdateColumn("todo_seq", todoSeq).Error; err != nil {
+				return fmt.Errorf("session %s: %w", id, err)
+			}
 		}
 		return tx.Exec(`DROP TABLE events`).Error
 	})

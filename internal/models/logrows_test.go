@@ -74,7 +74,7 @@ func TestGroupsAcrossBatches(t *testing.T) {
 			}
 		}
 		// Grown across batches, the group is now compressed.
-		if m := groupMeta(); m != metaZstd {
+		if m := groupMeta(); m != metaS2 {
 			t.Fatalf("the grown group is stored as %q, want compressed", m)
 		}
 		add(l.Append(session.TypeAssistantChunk, session.AssistantChunk{Turn: 1, Step: 1, Chunk: llm.Chunk{Type: llm.ChunkReasoningDelta, Index: 1, Text: "think"}}))
@@ -155,9 +155,9 @@ func TestGroupsAreBounded(t *testing.T) {
 		}
 		shape = append(shape, fmt.Sprintf("%s%d", r.meta, r.n))
 	}
-	// Groups of two thirds-of-a-limit deltas (compressed: "z"); the large
+	// Groups of two thirds-of-a-limit deltas (compressed: "s"); the large
 	// output alone.
-	if got := strings.Join(shape, " "); got != "z2 z2 z2 1 z1" {
+	if got := strings.Join(shape, " "); got != "s2 s2 s2 1 s1" {
 		t.Errorf("rows %q", got)
 	}
 }
@@ -222,6 +222,7 @@ func TestLegacyDatabaseUpgrades(t *testing.T) {
 		for seq := range int64(25) {
 			evs = append(evs, variedEvent(id, 10+seq))
 		}
+		evs[12] = ev(12, session.TypeTodoWrite, session.TodoWrite{Todos: []session.Todo{{Content: id, Status: "pending"}}})
 		logs[id] = evs
 	}
 	fill := func(t *testing.T, exec func(q string, args ...any) error, blob string) {
@@ -275,6 +276,9 @@ func TestLegacyDatabaseUpgrades(t *testing.T) {
 			}
 			if n := storedRows(t, db, id); n >= int64(len(want))/2 {
 				t.Errorf("%s: %d rows for %d events: not grouped", id, n, len(want))
+			}
+			if todos, err := s.LastTodos(ctx, id); err != nil || len(todos) != 1 || todos[0].Content != id {
+				t.Errorf("%s: todo list %+v, %v", id, todos, err)
 			}
 		}
 		var total int64

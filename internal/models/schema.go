@@ -73,6 +73,10 @@ type Session struct {
 	// LogKey is the session in log_rows: a small integer, unique, assigned
 	// when the row is created (logkeys.go), never changed.
 	LogKey int64 `gorm:"not null;default:0"`
+	// TodoSeq is the seq of the log's last todo/write (-1: none), kept by
+	// the batched writer like Title: a page that opens a stored session
+	// shows its todo list without reading the log.
+	TodoSeq int64 `gorm:"not null;default:-1"`
 	// Head is the last stored seq (-1 when the log is empty), maintained by
 	// the batched writer.
 	Head int64 `gorm:"not null;default:-1"`

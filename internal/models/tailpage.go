@@ -123,3 +123,29 @@ func (s *Store) pageStart(ctx context.Context, sessionID string, before int64, m
 	}
 	return 0, false, nil
 }
+
+// LastTodos is the todo list of the session's last todo/write (nil when
+// there is none), read by the seq the sessions row keeps: one event, not
+// the log.
+func (s *Store) LastTodos(ctx context.Context, sessionID string) ([]session.Todo, error) {
+	var seq int64
+	err := s.DB.r.QueryRowContext(ctx, s.q("SELECT todo_seq FROM sessions WHERE id = ?"), sessionID).Scan(&seq)
+	if err != nil {
+		return nil, s.lookupErr("todo list of session", sessionID, err)
+	}
+	if seq < 0 {
+		return nil, nil
+	}
+	evs, err := s.decodeRange(ctx, sessionID, seq-1, seq+1, 1)
+	if err != nil {
+		return nil, fmt.Errorf("todo list of session %s: %w", sessionID, err)
+	}
+	if len(evs) != 1 || evs[0].Type != session.TypeTodoWrite {
+		return nil, fmt.Errorf("todo list of session %s: no todo/write at seq %d", sessionID, seq)
+	}
+	tw, err := session.Decode[session.TodoWrite](evs[0])
+	if err != nil {
+		return nil, fmt.Errorf("todo list of session %s: %w", sessionID, err)
+	}
+	return tw.Todos, nil
+}

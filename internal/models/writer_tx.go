@@ -110,6 +110,7 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 	}()
 	update := rebind(t.pg, `UPDATE sessions SET head = ?, updated_at = ? WHERE id = ? AND head = ?`)
 	setTitle := rebind(t.pg, `UPDATE sessions SET title = ? WHERE id = ?`)
+	setTodo := rebind(t.pg, `UPDATE sessions SET todo_seq = ? WHERE id = ?`)
 	extendGroup := rebind(t.pg, `UPDATE log_rows SET n = ?, meta = ?, body = ? WHERE log_key = ? AND seq = ? AND n < ?`)
 	stale = make([]bool, len(parts))
 	var rows []eventRowRef
@@ -146,6 +147,11 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 		if title, ok := lastTitle(p.evs); ok {
 			if _, err := tx.ExecContext(ctx, setTitle, title, p.st.id); err != nil {
 				return nil, fmt.Errorf("update title of %s: %w", p.st.id, err)
+			}
+		}
+		if seq, ok := lastSeqOf(p.evs, session.TypeTodoWrite); ok {
+			if _, err := tx.ExecContext(ctx, setTodo, seq, p.st.id); err != nil {
+				return nil, fmt.Errorf("update todo list of %s: %w", p.st.id, err)
 			}
 		}
 	}
@@ -230,6 +236,16 @@ func rebind(pg bool, q string) string {
 		sb.WriteRune(r)
 	}
 	return sb.String()
+}
+
+// lastSeqOf returns the seq of the last event of type typ in evs.
+func lastSeqOf(evs []queued, typ session.Type) (int64, bool) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].ev.Type == typ {
+			return evs[i].ev.Seq, true
+		}
+	}
+	return 0, false
 }
 
 // lastTitle returns the title of the last session/title event in evs.
