@@ -181,6 +181,17 @@ func (s *Sandbox) Status() Status {
 	return st
 }
 
+// Known is Status without waiting: ok is false while the start-up probe
+// still runs (auto mode), when what will be in force is not known yet.
+func (s *Sandbox) Known() (st Status, ok bool) {
+	select {
+	case <-s.ready:
+		return s.Status(), true
+	default:
+		return Status{}, false
+	}
+}
+
 // Identity is the uid and gid tools run as.
 func (s *Sandbox) Identity() (uid, gid int) { return s.cfg.UID, s.cfg.GID }
 

@@ -207,6 +207,20 @@ func (s *Service) GetSession(ctx context.Context, a *auth.Actor, id string) (Ses
 	return s.get(ctx, id, role)
 }
 
+// PageSession is GetSession for a page about to open the session's socket,
+// whose subscription brings the live state (status, queue, interactions,
+// allowed tools, the context meter): a session that is not loaded is not
+// loaded for it, unless it has queued messages to show. Its Queue,
+// Interactions and AllowedTools are then empty and Context holds only the
+// window.
+func (s *Service) PageSession(ctx context.Context, a *auth.Actor, id string) (Session, error) {
+	role, err := s.Authorize(ctx, a, id, auth.ActionRead)
+	if err != nil {
+		return Session{}, err
+	}
+	return s.read(ctx, id, role, false)
+}
+
 // Audience lists the user ids that may see the session besides admins: its
 // owner and members. It is for choosing whom to notify, not an access
 // check: callers still Authorize each of them (Row does).
@@ -241,18 +255,26 @@ func (s *Service) Row(ctx context.Context, a *auth.Actor, id string) (SessionRow
 }
 
 func (s *Service) get(ctx context.Context, id string, role auth.SessionRole) (Session, error) {
+	return s.read(ctx, id, role, true)
+}
+
+// read builds a Session; load says whether to load an agent that is not
+// loaded (see PageSession).
+func (s *Service) read(ctx context.Context, id string, role auth.SessionRole, load bool) (Session, error) {
 	row, err := s.store.GetSession(ctx, id)
 	if err != nil {
 		return Session{}, s.fail(ctx, "get session", err)
 	}
 	// The queue, pending prompts and the context meter live in the agent.
-	ag, err := s.mgr.Get(ctx, id)
-	if err != nil {
-		if row.PendingInbox > 0 {
-			return Session{}, s.fail(ctx, "load session", err)
+	ag, loaded := s.mgr.Lookup(id)
+	if !loaded && (load || row.PendingInbox > 0) {
+		if ag, err = s.mgr.Get(ctx, id); err != nil {
+			if row.PendingInbox > 0 {
+				return Session{}, s.fail(ctx, "load session", err)
+			}
+			s.log.WarnContext(ctx, "get session: load agent", "session", id, "err", err)
+			ag = nil
 		}
-		s.log.WarnContext(ctx, "get session: load agent", "session", id, "err", err)
-		ag = nil
 	}
 	out := Session{SessionRow: s.rowOf(row, role), Queue: driver.Queue{Queued: []llm.Message{}, Steering: []llm.Message{}}, Interactions: []driver.Interaction{}, AllowedTools: []string{}}
 	if row.ParentID != "" {

@@ -347,6 +347,10 @@ func (s *Service) SetNetwork(ctx context.Context, a *auth.Actor, id string, on b
 // SandboxStatus is what confines tool processes on this server.
 func (s *Service) SandboxStatus() sandbox.Status { return s.ws.Sandbox().Status() }
 
+// SandboxKnown is SandboxStatus without waiting for the start-up probe
+// (ok false while it runs).
+func (s *Service) SandboxKnown() (sandbox.Status, bool) { return s.ws.Sandbox().Known() }
+
 // copyForFork copies the parent's workspace into the fork's fresh one and
 // logs what was copied (or why nothing was).
 func (s *Service) copyForFork(ctx context.Context, parent *models.Session, childID, dir string) {

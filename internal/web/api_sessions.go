@@ -1,8 +1,10 @@
 package web
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -89,7 +91,39 @@ func (s *Server) apiEvents(c echo.Context) error {
 	if err != nil {
 		return svcError(err)
 	}
-	return writeJSON(c, http.StatusOK, page)
+	return writeEventPage(c, page)
+}
+
+// writeEventPage writes a page as writeJSON would, without encoding/json:
+// the events are the log's own JSON, which encoding/json would re-validate
+// byte by byte (most of a full page's cost).
+// The events are written where they lie (no copy into one body), with
+// their length announced.
+func writeEventPage(c echo.Context, page service.EventPage) error {
+	tail := strconv.AppendInt([]byte(`],"head":`), page.Head, 10)
+	tail = append(tail, "}\n"...)
+	size := len(`{"events":[`) + len(tail)
+	for i, e := range page.Events {
+		size += len(e)
+		if i > 0 {
+			size++
+		}
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	h.Set(echo.HeaderContentLength, strconv.Itoa(size))
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	w := bufio.NewWriterSize(c.Response(), 64<<10)
+	_, _ = w.WriteString(`{"events":[`)
+	for i, e := range page.Events {
+		if i > 0 {
+			_ = w.WriteByte(',')
+		}
+		_, _ = w.Write(e)
+	}
+	_, _ = w.Write(tail)
+	return w.Flush()
 }
 
 // GET /api/sessions/:id/export → the log as JSON lines.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -390,4 +391,55 @@ func TestRESTWithCookie(t *testing.T) {
 	anon := client.New(e.app.URL)
 	_, err = anon.ListSessions(t.Context(), client.ListOptions{})
 	wantErr(t, "anonymous", err, 401, "unauthorized")
+}
+
+// TestEventsPageWire: the events page is written by hand (not through
+// encoding/json): it must be valid JSON of the announced length, each event
+// byte for byte the stored one (as the export has it), for the whole log and
+// for a cursor page.
+func TestEventsPageWire(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	ctx := t.Context()
+	s, err := e.alice.CreateSession(ctx, client.NewSession{Prompt: `say "<&>" ünï ✓`, Mode: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.idle(t, s.ID)
+	var export bytes.Buffer
+	if err := e.alice.Export(ctx, s.ID, &export); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(export.Bytes(), []byte("\n")), []byte("\n"))
+	for _, since := range []int64{-1, 2} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/sessions/%s/events?since=%d", e.app.URL, s.ID, since), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+e.aliceTok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" || res.ContentLength != int64(len(body)) || !json.Valid(body) {
+			t.Fatalf("since %d: %d %q length %d of %d, valid %v", since, res.StatusCode, res.Header.Get("Content-Type"), res.ContentLength, len(body), json.Valid(body))
+		}
+		var page struct {
+			Events []json.RawMessage `json:"events"`
+			Head   int64             `json:"head"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatal(err)
+		}
+		if page.Head != int64(len(lines)-1) || len(page.Events) != len(lines)-int(since)-1 {
+			t.Fatalf("since %d: %d events, head %d; the export has %d", since, len(page.Events), page.Head, len(lines))
+		}
+		for i, ev := range page.Events {
+			if want := lines[int(since)+1+i]; !bytes.Equal(ev, want) {
+				t.Fatalf("since %d: event %d = %s, want %s", since, i, ev, want)
+			}
+		}
+	}
 }

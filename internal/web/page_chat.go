@@ -128,7 +128,7 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 	if err != nil {
 		return templates.ChatView{}, err
 	}
-	sess, err := s.svc.GetSession(ctx, a, id)
+	sess, err := s.svc.PageSession(ctx, a, id)
 	if err != nil {
 		return templates.ChatView{}, err
 	}
@@ -158,14 +158,16 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 		v.ContextUsed, v.ContextWindow = sess.Context.Tokens, sess.Context.Window
 	}
 	if v.Todos == nil && more {
-		v.Todos = s.currentTodos(id)
+		v.Todos = s.currentTodos(ctx, id)
 	}
 	if a.IsUser() {
 		w := sess.Workspace
 		v.Workspace = templates.WorkspaceView{Kind: string(w.Kind), Path: w.Path, Source: w.Source, State: w.State}
 	}
 	v.Network = sess.Workspace.Network
-	if st := s.svc.SandboxStatus(); !st.Active {
+	// A page served while the start-up probe runs does not wait for it: a
+	// refusal shows on the tool calls themselves, and on the next load.
+	if st, ok := s.svc.SandboxKnown(); ok && !st.Active {
 		v.ToolsRefused = st.Problem
 	}
 	if v.CanWrite {
@@ -174,14 +176,18 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 	return v, nil
 }
 
-// currentTodos reads the live log's todo list when the newest page did
-// not include the last todo/write.
-func (s *Server) currentTodos(id string) []session.Todo {
-	ag, ok := s.svc.Manager().Lookup(id)
-	if !ok {
+// currentTodos reads the todo list when the newest page did not include the
+// last todo/write: the live log's, else the stored one's.
+func (s *Server) currentTodos(ctx context.Context, id string) []session.Todo {
+	if ag, ok := s.svc.Manager().Lookup(id); ok {
+		return ag.Log().State().Todos
+	}
+	todos, err := s.ui.Store.LastTodos(ctx, id)
+	if err != nil {
+		s.log.WarnContext(ctx, "chat page: todo list", "session", id, "err", err)
 		return nil
 	}
-	return ag.Log().State().Todos
+	return todos
 }
 
 func canWrite(r auth.SessionRole) bool {

@@ -6,6 +6,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"harness/internal/config"
+	"harness/internal/web"
 )
 
 func TestChatPage(t *testing.T) {
@@ -224,4 +228,40 @@ func itoa64(n int64) string {
 		n /= 10
 	}
 	return string(b)
+}
+
+// TestColdChatPage: the chat page of a session that is not loaded does not
+// load it (its socket brings the live state), and still shows the todo list
+// of a todo/write older than the newest page, read from the store.
+func TestColdChatPage(t *testing.T) {
+	t.Parallel()
+	e := newPageEnvWith(t, func(c *config.Config) { c.IdleUnload = 30 * time.Millisecond })
+	admin := e.login("admin", "admin-password")
+	id := admin.newSession("todo: alpha item; beta item", "auto")
+	e.idle(id)
+	for i := range web.HistoryMessages/2 + 2 {
+		res, _ := admin.form("/sessions/"+id+"/messages", url.Values{"content": {"later message " + itoa64(int64(i))}})
+		wantStatus(t, "send", res, http.StatusSeeOther)
+		e.idle(id)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := e.app.Manager.Lookup(id); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle session was never unloaded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	res, body := admin.get("/sessions/" + id)
+	wantStatus(t, "cold chat page", res, http.StatusOK)
+	if strings.Contains(body, `<div class="user-text">todo: alpha`) {
+		t.Fatal("the newest page reaches back to the todo prompt: the test needs more messages")
+	}
+	wantBody(t, "cold chat page", body, `id="todo-dock"`, `<span class="todo-text">alpha item</span>`, `<span class="todo-text">beta item</span>`, "later message")
+	if _, ok := e.app.Manager.Lookup(id); ok {
+		t.Error("the chat page loaded the session")
+	}
 }

@@ -27,7 +27,18 @@ type pageEnv struct {
 
 func newPageEnv(t *testing.T) *pageEnv {
 	t.Helper()
-	a := testkit.StartApp(t, func(c *config.Config) { c.AdminPassword = "admin-password" }, app.Options{
+	return newPageEnvWith(t, nil)
+}
+
+// newPageEnvWith is newPageEnv with a change to the configuration.
+func newPageEnvWith(t *testing.T, cfg func(*config.Config)) *pageEnv {
+	t.Helper()
+	a := testkit.StartApp(t, func(c *config.Config) {
+		c.AdminPassword = "admin-password"
+		if cfg != nil {
+			cfg(c)
+		}
+	}, app.Options{
 		DemoOptions: []fake.Option{fake.WithChunkDelay(0)},
 	})
 	if err := a.Start(t.Context()); err != nil {

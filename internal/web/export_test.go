@@ -1,0 +1,4 @@
+package web
+
+// HistoryMessages is how many messages the chat page's newest page holds.
+const HistoryMessages = historyMessages
