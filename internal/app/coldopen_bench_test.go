@@ -31,7 +31,9 @@ import (
 //
 //   - page-ms: the chat page (cookie login first, not timed);
 //   - rest-ms: the whole history over REST, paged at the maximum 5,000
-//     events (a second fresh server, so the page did not load anything).
+//     events (a second fresh server, so the page did not load anything);
+//   - ws-ms: a WebSocket subscription from the start until replay/done (a
+//     third; it loads the session).
 //
 // HARNESS_BENCH_CPUPROFILE names a CPU profile of the timed reads only.
 func BenchmarkColdReopen(b *testing.B) {
@@ -109,7 +111,7 @@ func BenchmarkColdReopen(b *testing.B) {
 		}
 		return body
 	}
-	var pageTime, restTime time.Duration
+	var pageTime, restTime, wsTime time.Duration
 	for b.Loop() {
 		// The chat page on a fresh server.
 		a, hs, stop := start()
@@ -162,9 +164,40 @@ func BenchmarkColdReopen(b *testing.B) {
 		if int64(n) != events {
 			b.Fatalf("REST read %d events, want %d", n, events)
 		}
+
+		// The WebSocket replay on a third fresh server: it loads the
+		// session (the subscription follows the live agent).
+		_, hs, stop = start()
+		conn, err := client.New(hs.URL, client.WithToken(tok)).Dial(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stopProf = profile(b, "ws")
+		t0 = time.Now()
+		sub, err := conn.Subscribe(ctx, s.ID, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		replayed := 0
+		for p := range sub.C {
+			if p.Ch == client.ChReplayDone {
+				break
+			}
+			if p.Ch == client.ChEvent {
+				replayed++
+			}
+		}
+		wsTime += time.Since(t0)
+		stopProf()
+		_ = conn.Close()
+		stop()
+		if int64(replayed) != events {
+			b.Fatalf("the socket replayed %d events, want %d", replayed, events)
+		}
 	}
 	b.ReportMetric(float64(pageTime.Microseconds())/1000/float64(b.N), "page-ms")
 	b.ReportMetric(float64(restTime.Microseconds())/1000/float64(b.N), "rest-ms")
+	b.ReportMetric(float64(wsTime.Microseconds())/1000/float64(b.N), "ws-ms")
 	b.ReportMetric(float64(events), "events")
 }
 

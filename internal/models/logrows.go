@@ -57,7 +57,6 @@ const maxGroupBytes = 16 << 10
 // Row kinds, in the Meta column.
 const (
 	metaGroup = "g" // a group: see group
-	metaWhole = "!" // Body is the whole stored event (never seen; kept for safety)
 )
 
 // boundaryTypes are the events stored as rows of their own and listed by
@@ -277,19 +276,22 @@ func (g *group) row() eventRow {
 	return eventRow{seq: g.first, n: g.n, time: g.time0, meta: meta, body: body}
 }
 
-// splitEvent is the event's stored JSON cut into data and the envelope
-// after it (compacted: see compactMeta); ok is false for an event whose
-// stored form does not split that way.
-func splitEvent(ev session.Event) (data []byte, meta string, ok bool, err error) {
-	full, err := session.MarshalEvent(ev)
+// splitEvent is the event's stored JSON (session.AppendEvent, what the log
+// sends live) cut into data and the envelope after it (compacted: see
+// compactMeta). Data that is not valid JSON is refused: the log never hands
+// it out, and a replay must not send it.
+func splitEvent(ev session.Event) (data []byte, meta string, err error) {
+	data = ev.Data
+	if data == nil {
+		data = []byte("null")
+	} else if !json.Valid(data) {
+		return nil, "", fmt.Errorf("event %d: data is not valid JSON", ev.Seq)
+	}
+	tail, err := session.AppendEnvelopeTail(nil, ev)
 	if err != nil {
-		return nil, "", false, err
+		return nil, "", err
 	}
-	head := envelopeHead(ev.Seq, ev.Time, string(ev.Type))
-	if !bytes.HasPrefix(full, head) || !bytes.HasPrefix(full[len(head):], ev.Data) || !bytes.HasSuffix(full, []byte("}")) {
-		return full, "", false, nil
-	}
-	return full[len(head) : len(head)+len(ev.Data)], compactMeta(string(full[len(head)+len(ev.Data) : len(full)-1])), true, nil
+	return data, compactMeta(string(tail[:len(tail)-1])), nil
 }
 
 // envelopeHead is MarshalEvent's output up to the data.
@@ -488,11 +490,11 @@ func encodeEvents(evs []session.Event, tail *group) (update *eventRow, rows []ev
 				continue
 			}
 		}
-		data, meta, split, err := splitEvent(ev)
+		data, meta, err := splitEvent(ev)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if split && !isBoundary(ev.Type) && len(data)+len(meta)+len(ev.Type)+16 <= maxGroupBytes {
+		if !isBoundary(ev.Type) && len(data)+len(meta)+len(ev.Type)+16 <= maxGroupBytes {
 			if size := len(data) + len(meta) + 16; !cur.fits(ev.Seq, size) {
 				flush()
 				cur = &group{first: ev.Seq, time0: ev.Time, last: ev.Time}
@@ -502,11 +504,7 @@ func encodeEvents(evs []session.Event, tail *group) (update *eventRow, rows []ev
 		}
 		flush()
 		cur, extending = nil, false
-		r := eventRow{seq: ev.Seq, n: 1, time: ev.Time, typ: string(ev.Type), text: searchText(ev), body: data, meta: meta}
-		if !split {
-			r.meta = metaWhole
-		}
-		rows = append(rows, r)
+		rows = append(rows, eventRow{seq: ev.Seq, n: 1, time: ev.Time, typ: string(ev.Type), text: searchText(ev), body: data, meta: meta})
 	}
 	next = cur
 	flush()
@@ -581,12 +579,6 @@ func (r storedRow) entries(yield func(e *entry) error) error {
 		}
 		r.body = body
 		return r.groupEntries(yield)
-	case metaWhole:
-		var ev session.Event
-		if err := json.Unmarshal(r.body, &ev); err != nil {
-			return fmt.Errorf("stored event at seq %d: %w", r.seq, err)
-		}
-		return yield(&entry{seq: r.seq, time: r.time, typ: r.typ, meta: metaWhole, data: r.body})
 	}
 	return yield(&entry{seq: r.seq, time: r.time, typ: r.typ, meta: r.meta, data: r.body})
 }
@@ -686,15 +678,12 @@ func (r storedRow) groupEntries(yield func(e *entry) error) error {
 
 // event builds the session.Event of an entry (Data copied).
 func (e *entry) event() (session.Event, error) {
-	if e.meta == metaWhole {
-		var ev session.Event
-		if err := json.Unmarshal(e.data, &ev); err != nil {
-			return session.Event{}, fmt.Errorf("stored event at seq %d: %w", e.seq, err)
-		}
-		return ev, nil
-	}
 	ev := session.Event{Seq: e.seq, Time: e.time, Type: session.Type(e.typ), Data: e.dataBytes()}
-	if e.meta == "" {
+	switch e.meta {
+	case "":
+		return ev, nil
+	case "@": // a surface event's usual envelope
+		ev.SurfaceOp = session.Append()
 		return ev, nil
 	}
 	meta, err := expandMeta(e.meta)
@@ -715,9 +704,6 @@ func (e *entry) event() (session.Event, error) {
 
 // appendRaw appends the stored JSON of an entry's event to b.
 func (e *entry) appendRaw(b []byte) ([]byte, error) {
-	if e.meta == metaWhole {
-		return append(b, e.data...), nil
-	}
 	meta, err := expandMeta(e.meta)
 	if err != nil {
 		return nil, fmt.Errorf("stored event at seq %d: %w", e.seq, err)

@@ -162,10 +162,10 @@ func TestGroupsAreBounded(t *testing.T) {
 	}
 }
 
-// TestUnusualEventsStayWhole: events whose stored form is not what a
-// packed run rebuilds (non-canonical data, envelope fields) are kept as
-// plain rows and read back exactly.
-func TestUnusualEventsStayWhole(t *testing.T) {
+// TestUnusualEventsReadBackExactly: events that are not bare deltas
+// (non-canonical data, every envelope field, unknown types) read back
+// byte for byte, grouped or not; data that is not JSON is refused.
+func TestUnusualEventsReadBackExactly(t *testing.T) {
 	t.Parallel()
 	forEachDB(t, func(t *testing.T, db *DB) {
 		s := newTestStore(t, db, WriterOptions{})
@@ -199,6 +199,10 @@ func TestUnusualEventsStayWhole(t *testing.T) {
 			}
 		}
 	})
+	bad := session.Event{Seq: 0, Type: session.TypeToolOutput, Data: []byte(`{"output":`)}
+	if _, _, _, err := encodeEvents([]session.Event{bad}, nil); err == nil {
+		t.Error("stored data that is not JSON")
+	}
 }
 
 // TestLegacyDatabaseUpgrades: a database of an earlier version (sessions

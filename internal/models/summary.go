@@ -85,7 +85,7 @@ func (s *Store) Summary(ctx context.Context, sessionID string) (SessionSummary, 
 func (s *Store) usage(ctx context.Context, sessionID string) (llm.Usage, error) {
 	var total llm.Usage
 	rows, err := s.DB.r.QueryContext(ctx, s.q(`SELECT body FROM log_rows WHERE log_key = (SELECT log_key FROM sessions WHERE id = ?) AND `+
-		boundaryFilter+` AND type = 'assistant/message' AND meta <> '`+metaWhole+`'`), sessionID)
+		boundaryFilter+` AND type = 'assistant/message'`), sessionID)
 	if err != nil {
 		return total, err
 	}

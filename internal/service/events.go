@@ -32,7 +32,7 @@ func (s *Service) Events(ctx context.Context, a *auth.Actor, id string, since in
 		evs := l.Events(since+1, since+1+int64(limit))
 		page := EventPage{Events: make([]json.RawMessage, 0, len(evs)), Head: head}
 		for _, ev := range evs {
-			b, err := session.MarshalEvent(ev)
+			b, err := session.AppendEvent(nil, ev)
 			if err != nil {
 				return EventPage{}, s.fail(ctx, "events", err)
 			}

@@ -1,7 +1,6 @@
 package ws
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -225,19 +224,16 @@ func truncate(s string, n int) string {
 // eventFrame encodes a session/event push; the event keeps its stored
 // bytes (session.MarshalEvent), so it is not re-encoded per subscriber.
 func eventFrame(sessionID string, ev session.Event) ([]byte, error) {
-	body, err := session.MarshalEvent(ev)
+	id, _ := json.Marshal(sessionID) // a string always encodes
+	b := make([]byte, 0, len(ev.Data)+len(id)+128)
+	b = append(b, `{"ch":"session/event","session":`...)
+	b = append(b, id...)
+	b = append(b, `,"event":`...)
+	b, err := session.AppendEvent(b, ev) // ev comes from the log
 	if err != nil {
 		return nil, err
 	}
-	id, _ := json.Marshal(sessionID) // a string always encodes
-	var b bytes.Buffer
-	b.Grow(len(body) + len(id) + 48)
-	b.WriteString(`{"ch":"session/event","session":`)
-	b.Write(id)
-	b.WriteString(`,"event":`)
-	b.Write(body)
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // withHTML adds "html" to an encoded session/event frame.
