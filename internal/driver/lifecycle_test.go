@@ -157,12 +157,17 @@ func TestSendFromLogSubscriber(t *testing.T) {
 	if nestedErr != nil || steerErr != nil {
 		t.Fatalf("nested followup: %v, steer: %v", nestedErr, steerErr)
 	}
+	// The outer prompt runs first and the nested one after it, in a turn
+	// of its own. Where the observer's steer lands depends on when the
+	// delivery after the lock runs: the outer turn's next step, or the
+	// nested turn.
 	turns := find[session.TurnStart](h, session.TypeTurnStart)
 	if len(turns) != 2 || len(h.fake.Requests()) != 3 {
 		t.Fatalf("%d turns, %d requests\n%s", len(turns), len(h.fake.Requests()), h.dump())
 	}
-	if got := enteredPrompts(h); len(got) != 3 || got[0] != outer.ID || got[2] != nested.ID {
-		t.Fatalf("entered %v: the outer prompt runs first, the nested one in its own turn", got)
+	got := enteredPrompts(h)
+	if len(got) != 3 || got[0] != outer.ID || !slices.Contains(got[1:], nested.ID) {
+		t.Fatalf("entered %v: the outer prompt runs first, then the nested one and the steer", got)
 	}
 }
 

@@ -112,32 +112,51 @@ func (s *Store) EventsRaw(ctx context.Context, sessionID string, since int64, li
 	n := s.capHint(ctx, sessionID, since, -1, limit)
 	evs := make([]RawEvent, 0, n)
 	buf := make([]byte, 0, min(n*200, chunk))
+	err := s.EachEventRaw(ctx, sessionID, since, limit, func(seq int64, typ string, body []byte) error {
+		if cap(buf)-len(buf) < len(body) {
+			// A new buffer rather than a grown one: earlier bodies point
+			// into the old, and a copy would be for nothing.
+			buf = make([]byte, 0, max(chunk, len(body)))
+		}
+		start := len(buf)
+		buf = append(buf, body...)
+		evs = append(evs, RawEvent{Seq: seq, Type: typ, Body: buf[start:len(buf):len(buf)]})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// EachEventRaw hands fn the stored JSON of each of the session's events
+// with seq > since, in order, at most limit (<= 0: all), without collecting
+// them: body is scratch memory, valid during the call.
+func (s *Store) EachEventRaw(ctx context.Context, sessionID string, since int64, limit int, fn func(seq int64, typ string, body []byte) error) error {
+	var buf []byte
+	n := 0
 	err := s.scanRows(ctx, sessionID, since, -1, limit, func(r storedRow) error {
 		return r.entries(func(e *entry) error {
 			if e.seq <= since {
 				return nil
 			}
-			if cap(buf)-len(buf) < 16<<10 && len(buf) > 0 {
-				// A new buffer rather than a grown one: earlier bodies
-				// point into the old, and a copy would be for nothing.
-				buf = make([]byte, 0, chunk)
-			}
-			start := len(buf)
 			var err error
-			if buf, err = e.appendRaw(buf); err != nil {
+			if buf, err = e.appendRaw(buf[:0]); err != nil {
 				return err
 			}
-			evs = append(evs, RawEvent{Seq: e.seq, Type: e.typ, Body: buf[start:len(buf):len(buf)]})
-			if limit > 0 && len(evs) == limit {
+			if err := fn(e.seq, e.typ, buf); err != nil {
+				return err
+			}
+			if n++; limit > 0 && n == limit {
 				return errEnough
 			}
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("raw events of session %s: %w", sessionID, err)
+		return fmt.Errorf("raw events of session %s: %w", sessionID, err)
 	}
-	return evs, nil
+	return nil
 }
 
 // capHint sizes a result slice: growing a 10,000-event slice by appends

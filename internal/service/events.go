@@ -2,9 +2,11 @@ package service
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"strconv"
 
 	"harness/internal/auth"
 	"harness/internal/session"
@@ -14,45 +16,84 @@ import (
 // DefaultEventsLimit), and the log's head. A live session is read from its
 // in-memory log, which is complete (the store may lag by a few ms).
 func (s *Service) Events(ctx context.Context, a *auth.Actor, id string, since int64, limit int) (EventPage, error) {
+	page := EventPage{Events: []json.RawMessage{}}
+	head, err := s.eachEvent(ctx, a, id, since, limit, func(body []byte) error {
+		page.Events = append(page.Events, bytes.Clone(body))
+		return nil
+	})
+	page.Head = head
+	return page, err
+}
+
+// WriteEvents writes what Events returns, as its JSON, to the writer
+// begin returns, streaming it: a page of thousands of events is never held
+// whole. begin is called once the request is found valid and allowed,
+// before the first byte; an error after it means a cut page.
+func (s *Service) WriteEvents(ctx context.Context, a *auth.Actor, id string, since int64, limit int, begin func() io.Writer) error {
+	var bw *bufio.Writer
+	n := 0
+	head, err := s.eachEvent(ctx, a, id, since, limit, func(body []byte) error {
+		if bw == nil {
+			bw = bufio.NewWriterSize(begin(), 64<<10)
+			_, _ = bw.WriteString(`{"events":[`)
+		}
+		if n++; n > 1 {
+			_ = bw.WriteByte(',')
+		}
+		_, err := bw.Write(body)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if bw == nil {
+		bw = bufio.NewWriterSize(begin(), 256)
+		_, _ = bw.WriteString(`{"events":[`)
+	}
+	_, _ = bw.WriteString(`],"head":`)
+	_, _ = bw.Write(strconv.AppendInt(nil, head, 10))
+	_, _ = bw.WriteString("}\n")
+	return bw.Flush()
+}
+
+// eachEvent checks an events request and hands fn each event's JSON
+// (scratch memory), returning the log's head.
+func (s *Service) eachEvent(ctx context.Context, a *auth.Actor, id string, since int64, limit int, fn func(body []byte) error) (int64, error) {
 	if since < -1 {
-		return EventPage{}, Errorf(CodeBadRequest, "since must be -1 or a seq")
+		return 0, Errorf(CodeBadRequest, "since must be -1 or a seq")
 	}
 	if limit < 0 || limit > MaxEventsLimit {
-		return EventPage{}, Errorf(CodeBadRequest, "limit must be between 1 and %d", MaxEventsLimit)
+		return 0, Errorf(CodeBadRequest, "limit must be between 1 and %d", MaxEventsLimit)
 	}
 	if limit == 0 {
 		limit = DefaultEventsLimit
 	}
 	if _, err := s.Authorize(ctx, a, id, auth.ActionRead); err != nil {
-		return EventPage{}, err
+		return 0, err
 	}
 	if ag, ok := s.mgr.Lookup(id); ok {
 		l := ag.Log()
-		head := l.Len() - 1
-		evs := l.Events(since+1, since+1+int64(limit))
-		page := EventPage{Events: make([]json.RawMessage, 0, len(evs)), Head: head}
-		for _, ev := range evs {
-			b, err := session.AppendEvent(nil, ev)
-			if err != nil {
-				return EventPage{}, s.fail(ctx, "events", err)
+		var buf []byte
+		for _, ev := range l.Events(since+1, since+1+int64(limit)) {
+			var err error
+			if buf, err = session.AppendEvent(buf[:0], ev); err != nil {
+				return 0, s.fail(ctx, "events", err)
 			}
-			page.Events = append(page.Events, b)
+			if err := fn(buf); err != nil {
+				return 0, err
+			}
 		}
-		return page, nil
+		return l.Len() - 1, nil
 	}
 	head, err := s.store.Head(ctx, id)
 	if err != nil {
-		return EventPage{}, s.fail(ctx, "events", err)
+		return 0, s.fail(ctx, "events", err)
 	}
-	raw, err := s.store.EventsRaw(ctx, id, since, limit)
+	err = s.store.EachEventRaw(ctx, id, since, limit, func(_ int64, _ string, body []byte) error { return fn(body) })
 	if err != nil {
-		return EventPage{}, s.fail(ctx, "events", err)
+		return 0, s.fail(ctx, "events", err)
 	}
-	page := EventPage{Events: make([]json.RawMessage, 0, len(raw)), Head: head}
-	for _, r := range raw {
-		page.Events = append(page.Events, r.Body)
-	}
-	return page, nil
+	return head, nil
 }
 
 // exportPage is how many stored events Export reads at a time.

@@ -1,10 +1,9 @@
 package web
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -87,43 +86,26 @@ func (s *Server) apiEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.svc.Events(c.Request().Context(), ActorFrom(c), c.Param("id"), since, int(limit))
+	id := c.Param("id")
+	started := false
+	err = s.svc.WriteEvents(c.Request().Context(), ActorFrom(c), id, since, int(limit), func() io.Writer {
+		started = true
+		h := c.Response().Header()
+		h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		h.Set("Cache-Control", "no-store")
+		c.Response().WriteHeader(http.StatusOK)
+		return c.Response()
+	})
+	if err != nil && started {
+		// The status is sent; cut the response so the client sees a
+		// broken page rather than a short, valid-looking one.
+		s.log.Error("events page failed mid-stream", "session", id, "err", err)
+		panic(http.ErrAbortHandler)
+	}
 	if err != nil {
 		return svcError(err)
 	}
-	return writeEventPage(c, page)
-}
-
-// writeEventPage writes a page as writeJSON would, without encoding/json:
-// the events are the log's own JSON, which encoding/json would re-validate
-// byte by byte (most of a full page's cost).
-// The events are written where they lie (no copy into one body), with
-// their length announced.
-func writeEventPage(c echo.Context, page service.EventPage) error {
-	tail := strconv.AppendInt([]byte(`],"head":`), page.Head, 10)
-	tail = append(tail, "}\n"...)
-	size := len(`{"events":[`) + len(tail)
-	for i, e := range page.Events {
-		size += len(e)
-		if i > 0 {
-			size++
-		}
-	}
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	h.Set(echo.HeaderContentLength, strconv.Itoa(size))
-	h.Set("Cache-Control", "no-store")
-	c.Response().WriteHeader(http.StatusOK)
-	w := bufio.NewWriterSize(c.Response(), 64<<10)
-	_, _ = w.WriteString(`{"events":[`)
-	for i, e := range page.Events {
-		if i > 0 {
-			_ = w.WriteByte(',')
-		}
-		_, _ = w.Write(e)
-	}
-	_, _ = w.Write(tail)
-	return w.Flush()
+	return nil
 }
 
 // GET /api/sessions/:id/export → the log as JSON lines.
