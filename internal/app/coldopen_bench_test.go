@@ -8,18 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"harness/client"
 	"harness/internal/app"
-	"harness/internal/auth"
-	"harness/internal/config"
-	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/testkit"
 )
@@ -37,19 +31,8 @@ import (
 //
 // HARNESS_BENCH_CPUPROFILE names a CPU profile of the timed reads only.
 func BenchmarkColdReopen(b *testing.B) {
-	dir := b.TempDir()
-	cfg := config.Config{
-		Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "harness.db"),
-		ShutdownTimeout: 5 * time.Second, ForkCopyMax: config.DefaultForkCopyMax,
-	}
-	if os.Getenv("BENCH_SANDBOX_OFF") != "" {
-		cfg.Sandbox.Mode = "off"
-	}
-	opts := app.Options{
-		Getenv:      func(string) string { return "" },
-		AuthOptions: &auth.Options{BcryptCost: bcrypt.MinCost},
-		DemoOptions: []fake.Option{fake.WithChunkDelay(0)},
-	}
+	cfg := testkit.Config(b.TempDir())
+	opts := testkit.Options(app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(0)}})
 	start := func() (*app.App, *httptest.Server, func()) {
 		a, err := app.New(context.Background(), testkit.Logger(), cfg, opts)
 		if err != nil {
@@ -84,18 +67,7 @@ func BenchmarkColdReopen(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ag, err := a.Manager.Get(ctx, s.ID)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for range 200 {
-		if err := ag.Followup(ctx, llm.UserText("long: 16", llm.Source{Kind: llm.SourceUser, UserID: u.ID, Name: "bench"})); err != nil {
-			b.Fatal(err)
-		}
-		if err := ag.Wait(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ag := runTurns(b, a, s.ID, u.ID, 200, "long: 16")
 	events := ag.Log().Len()
 	stop()
 

@@ -174,6 +174,26 @@ func BenchmarkTurnCPU(b *testing.B) {
 	}
 }
 
+// runTurns sends n followups of text to a session as user userID and waits
+// for each turn; it returns the session's agent.
+func runTurns(b *testing.B, a *app.App, id, userID string, n int, text string) *driver.Agent {
+	b.Helper()
+	ctx := context.Background()
+	ag, err := a.Manager.Get(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range n {
+		if err := ag.Followup(ctx, llm.UserText(text, llm.Source{Kind: llm.SourceUser, UserID: userID, Name: "bench"})); err != nil {
+			b.Fatal(err)
+		}
+		if err := ag.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ag
+}
+
 // BenchmarkStorageBytesPerEvent runs the storage workload of the
 // side-by-side measurements (one session, 200 turns, replies of 16 text
 // chunks from the demo model, unpaced) and reports the SQLite database's
@@ -199,18 +219,7 @@ func BenchmarkStorageBytesPerEvent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ag, err := a.Manager.Get(ctx, s.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for range 200 {
-			if err := ag.Followup(ctx, llm.UserText("long: 16", llm.Source{Kind: llm.SourceUser, UserID: u.ID, Name: "bench"})); err != nil {
-				b.Fatal(err)
-			}
-			if err := ag.Wait(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
+		ag := runTurns(b, a.App, s.ID, u.ID, 200, "long: 16")
 		if err := a.Store.W.Flush(ctx, s.ID); err != nil {
 			b.Fatal(err)
 		}

@@ -306,7 +306,7 @@ func appendEnvelopeHead(b []byte, seq, t int64, typ string) []byte {
 	b = append(b, `,"time":`...)
 	b = strconv.AppendInt(b, t, 10)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, typ)
+	b = session.AppendJSONString(b, typ)
 	return append(b, `,"data":`...)
 }
 
@@ -334,19 +334,6 @@ func appendMarshalString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// appendJSONString appends s as MarshalEvent encodes it (no HTML escaping).
-func appendJSONString(b []byte, s string) []byte {
-	if plainASCII(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
-}
 
 // seqsKey is where an assistant message's envelope lists the events it was
 // assembled from: a contiguous range, stored as "first-last".

@@ -65,7 +65,7 @@ func AppendEvent(b []byte, ev Event) ([]byte, error) {
 	b = append(b, `,"time":`...)
 	b = strconv.AppendInt(b, ev.Time, 10)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, string(ev.Type))
+	b = AppendJSONString(b, string(ev.Type))
 	b = append(b, `,"data":`...)
 	if ev.Data == nil {
 		b = append(b, "null"...)
@@ -108,9 +108,9 @@ func AppendEnvelopeTail(b []byte, ev Event) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendJSONString appends s as MarshalEvent encodes a string (no HTML
+// AppendJSONString appends s as MarshalEvent encodes a string (no HTML
 // escaping).
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	plain := true
 	for i := 0; i < len(s) && plain; i++ {
 		c := s[i]

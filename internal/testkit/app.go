@@ -15,6 +15,27 @@ import (
 	"harness/internal/config"
 )
 
+// Config is the configuration StartApp uses: a loopback port and SQLite in
+// dir.
+func Config(dir string) config.Config {
+	return config.Config{
+		Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "harness.db"),
+		ShutdownTimeout: 5 * time.Second, ForkCopyMax: config.DefaultForkCopyMax,
+	}
+}
+
+// Options fills what StartApp defaults in opts: an empty environment (no
+// model route from the host's variables) and the cheapest bcrypt cost.
+func Options(opts app.Options) app.Options {
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.AuthOptions == nil {
+		opts.AuthOptions = &auth.Options{BcryptCost: bcrypt.MinCost}
+	}
+	return opts
+}
+
 // App is the real app served on a loopback port.
 type App struct {
 	*app.App
@@ -28,21 +49,11 @@ type App struct {
 // call Start (the first-admin bootstrap).
 func StartApp(t testing.TB, cfg func(*config.Config), opts app.Options) *App {
 	t.Helper()
-	dir := t.TempDir()
-	c := config.Config{
-		Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "harness.db"),
-		ShutdownTimeout: 5 * time.Second, ForkCopyMax: config.DefaultForkCopyMax,
-	}
+	c := Config(t.TempDir())
 	if cfg != nil {
 		cfg(&c)
 	}
-	if opts.Getenv == nil {
-		opts.Getenv = func(string) string { return "" }
-	}
-	if opts.AuthOptions == nil {
-		opts.AuthOptions = &auth.Options{BcryptCost: bcrypt.MinCost}
-	}
-	a, err := app.New(t.Context(), Logger(), c, opts)
+	a, err := app.New(t.Context(), Logger(), c, Options(opts))
 	if err != nil {
 		t.Fatalf("build the app: %v", err)
 	}
