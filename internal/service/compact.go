@@ -35,10 +35,11 @@ type CompactResult struct {
 // needs an idle agent: a running turn or another compaction is busy.
 // Messages sent meanwhile wait and run once it is done.
 func (s *Service) Compact(ctx context.Context, a *auth.Actor, id string) (CompactResult, error) {
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return CompactResult{}, err
 	}
+	defer release()
 	if err := s.checkRoute(ctx, ag); err != nil {
 		return CompactResult{}, err
 	}

@@ -35,10 +35,11 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 	if err := s.workspaceReady(ctx, id); err != nil {
 		return "", err
 	}
-	ag, err := s.agent(ctx, id)
+	ag, release, err := s.agent(ctx, id)
 	if err != nil {
 		return "", err
 	}
+	defer release()
 	if err := s.checkRoute(ctx, ag); err != nil {
 		return "", err
 	}
@@ -88,10 +89,11 @@ func (s *Service) Cancel(ctx context.Context, a *auth.Actor, id string, keepInbo
 	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
 		return err
 	}
-	ag, err := s.agent(ctx, id)
+	ag, release, err := s.agent(ctx, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	ag.Cancel(session.CancelCause{Kind: session.CauseUser, UserID: a.UserID}, keepInbox)
 	return nil
 }
@@ -105,10 +107,11 @@ func (s *Service) EditQueueItem(ctx context.Context, a *auth.Actor, id, item, co
 	if err != nil {
 		return err
 	}
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.EditPending(ctx, item, []llm.ContentBlock{llm.Text(c)}); err != nil {
 		return s.fail(ctx, "edit queue item", err)
 	}
@@ -120,10 +123,11 @@ func (s *Service) RemoveQueueItem(ctx context.Context, a *auth.Actor, id, item s
 	if item == "" {
 		return Errorf(CodeBadRequest, "item is required")
 	}
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.RemovePending(ctx, item); err != nil {
 		return s.fail(ctx, "remove queue item", err)
 	}
@@ -136,10 +140,11 @@ func (s *Service) SteerQueueItem(ctx context.Context, a *auth.Actor, id, item st
 	if item == "" {
 		return Errorf(CodeBadRequest, "item is required")
 	}
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.SteerPending(ctx, item); err != nil {
 		return s.fail(ctx, "steer queue item", err)
 	}
@@ -151,10 +156,11 @@ func (s *Service) SteerQueueItem(ctx context.Context, a *auth.Actor, id, item st
 // the rest in order. A running agent answers busy; an empty queue
 // item_not_found.
 func (s *Service) RunQueue(ctx context.Context, a *auth.Actor, id string) error {
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := s.checkRoute(ctx, ag); err != nil {
 		return err
 	}
@@ -166,20 +172,22 @@ func (s *Service) RunQueue(ctx context.Context, a *auth.Actor, id string) error 
 
 // ClearQueue removes every queued message; a running turn goes on.
 func (s *Service) ClearQueue(ctx context.Context, a *auth.Actor, id string) error {
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.ClearQueue(ctx); err != nil {
 		return s.fail(ctx, "clear queue", err)
 	}
 	return nil
 }
 
-// writable authorizes a write and returns the loaded agent.
-func (s *Service) writable(ctx context.Context, a *auth.Actor, id string) (*driver.Agent, error) {
+// writable authorizes a write and returns the loaded agent, pinned until
+// release is called (see agent).
+func (s *Service) writable(ctx context.Context, a *auth.Actor, id string) (*driver.Agent, func(), error) {
 	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return s.agent(ctx, id)
 }
@@ -196,10 +204,11 @@ func (s *Service) Approve(ctx context.Context, a *auth.Actor, id, approval strin
 	if !ok {
 		return Errorf(CodeBadRequest, "decision must be allow, allow-session or deny")
 	}
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.Decide(ctx, approval, outcome, by(a)); err != nil {
 		return s.fail(ctx, "approve", err)
 	}
@@ -215,10 +224,11 @@ func (s *Service) RevokeTool(ctx context.Context, a *auth.Actor, id, tool string
 	if len(tool) > 128 {
 		return Errorf(CodeBadRequest, "tool is longer than 128 bytes")
 	}
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.RevokeTool(ctx, tool, by(a)); err != nil {
 		return s.fail(ctx, "revoke tool", err)
 	}
@@ -233,10 +243,11 @@ func (s *Service) Answer(ctx context.Context, a *auth.Actor, id, question string
 	if len(answers) == 0 {
 		return Errorf(CodeBadAnswer, "answers are required")
 	}
-	ag, err := s.writable(ctx, a, id)
+	ag, release, err := s.writable(ctx, a, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.Answer(ctx, question, answers, by(a)); err != nil {
 		return s.fail(ctx, "answer", err)
 	}

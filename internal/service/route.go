@@ -58,10 +58,11 @@ func (s *Service) SetMode(ctx context.Context, a *auth.Actor, id string, mode se
 }
 
 func (s *Service) setMode(ctx context.Context, a *auth.Actor, id string, mode session.PermissionMode) error {
-	ag, err := s.agent(ctx, id)
+	ag, release, err := s.agent(ctx, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.SetMode(ctx, mode, by(a)); err != nil {
 		return s.fail(ctx, "set mode", err)
 	}
@@ -95,10 +96,11 @@ func (s *Service) setModel(ctx context.Context, a *auth.Actor, id, provider, mod
 	if err != nil {
 		return err
 	}
-	ag, err := s.agent(ctx, id)
+	ag, release, err := s.agent(ctx, id)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := ag.SetModel(ctx, rt.Provider, rt.Model, by(a)); err != nil {
 		return s.fail(ctx, "set model", err)
 	}

@@ -104,13 +104,15 @@ func (s *Service) fail(ctx context.Context, op string, err error) error {
 	return e
 }
 
-// agent returns the live agent of an authorized session, loading it.
-func (s *Service) agent(ctx context.Context, id string) (*driver.Agent, error) {
-	a, err := s.mgr.Get(ctx, id)
+// agent returns the live agent of an authorized session, loading it, and
+// pinned until release is called: an agent unloaded for idleness between
+// the lookup and the call on it would refuse the call (ErrDisposed).
+func (s *Service) agent(ctx context.Context, id string) (*driver.Agent, func(), error) {
+	a, release, err := s.mgr.Pin(ctx, id)
 	if err != nil {
-		return nil, s.fail(ctx, "load session", err)
+		return nil, nil, s.fail(ctx, "load session", err)
 	}
-	return a, nil
+	return a, release, nil
 }
 
 // by is who acted, as the log records it.

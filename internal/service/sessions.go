@@ -370,10 +370,11 @@ func (s *Service) UpdateSession(ctx context.Context, a *auth.Actor, id string, p
 		}
 	}
 	if p.Title != nil {
-		ag, err := s.agent(ctx, id)
+		ag, release, err := s.agent(ctx, id)
 		if err != nil {
 			return Session{}, err
 		}
+		defer release()
 		if err := ag.SetTitle(ctx, title, by(a)); err != nil {
 			return Session{}, s.fail(ctx, "rename", err)
 		}
