@@ -24,6 +24,7 @@ require (
 	gorm.io/driver/postgres v1.6.3
 	gorm.io/driver/sqlite v1.6.0
 	gorm.io/gorm v1.31.2
+	harness/third_party/chromalexers v0.0.0
 )
 
 require (
@@ -53,3 +54,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )
+
+// A copy of chroma's lexers whose registry is built on first use
+// (third_party/chromalexers/README.md).
+replace harness/third_party/chromalexers => ./third_party/chromalexers

@@ -334,7 +334,6 @@ func appendMarshalString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-
 // seqsKey is where an assistant message's envelope lists the events it was
 // assembled from: a contiguous range, stored as "first-last".
 const seqsKey = `"sourceEventSeqs":[`

@@ -7,10 +7,10 @@ import (
 
 	"github.com/alecthomas/chroma/v2"
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
-	"github.com/alecthomas/chroma/v2/lexers"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
+	lexers "harness/third_party/chromalexers"
 )
 
 // maxHighlightBytes bounds the code highlighted by chroma; larger blocks

@@ -1,0 +1,130 @@
+package lexers
+
+import (
+	"embed"
+	"io/fs"
+	"sync"
+
+	"github.com/alecthomas/chroma/v2"
+)
+
+//go:embed embedded
+var embedded embed.FS
+
+// Harness: upstream builds this registry in package initialisation,
+// parsing all of the embedded lexer definitions (about 9 ms and 2.7 MB at
+// every start of a server that may never highlight anything). Here it is
+// built on first use; lexers the package's own files Register at
+// initialisation wait in pending and are registered after the embedded
+// ones, in the order upstream registers them.
+var (
+	registryMu sync.Mutex
+	registry   *chroma.LexerRegistry
+	pending    []chroma.Lexer
+	analysers  = map[string]func(text string) float32{}
+)
+
+// setAnalyser is upstream's Get(name).SetAnalyser(fn) in the package's init
+// functions, applied when the registry is built.
+func setAnalyser(name string, fn func(text string) float32) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if registry != nil {
+		registry.Get(name).SetAnalyser(fn)
+		return
+	}
+	analysers[name] = fn
+}
+
+// GlobalLexerRegistry is the global LexerRegistry of Lexers, built on first
+// use.
+func GlobalLexerRegistry() *chroma.LexerRegistry {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if registry != nil {
+		return registry
+	}
+	reg := chroma.NewLexerRegistry()
+	paths, err := fs.Glob(embedded, "embedded/*.xml")
+	if err != nil {
+		panic(err)
+	}
+	for _, path := range paths {
+		reg.Register(chroma.MustNewXMLLexer(embedded, path))
+	}
+	for _, l := range pending {
+		reg.Register(l)
+	}
+	for name, fn := range analysers {
+		reg.Get(name).SetAnalyser(fn)
+	}
+	pending, analysers = nil, nil
+	registry = reg
+	return reg
+}
+
+// Names of all lexers, optionally including aliases.
+func Names(withAliases bool) []string {
+	return GlobalLexerRegistry().Names(withAliases)
+}
+
+// Aliases of all the lexers, and skip those lexers who do not have any aliases,
+// or show their name instead
+func Aliases(skipWithoutAliases bool) []string {
+	return GlobalLexerRegistry().Aliases(skipWithoutAliases)
+}
+
+// Get a Lexer by name, alias or file extension.
+//
+// Note that this if there isn't an exact match on name or alias, this will
+// call Match(), so it is not efficient.
+func Get(name string) chroma.Lexer {
+	return GlobalLexerRegistry().Get(name)
+}
+
+// MatchMimeType attempts to find a lexer for the given MIME type.
+func MatchMimeType(mimeType string) chroma.Lexer {
+	return GlobalLexerRegistry().MatchMimeType(mimeType)
+}
+
+// Match returns the first lexer matching filename.
+//
+// Note that this iterates over all file patterns in all lexers, so it's not
+// particularly efficient.
+func Match(filename string) chroma.Lexer {
+	return GlobalLexerRegistry().Match(filename)
+}
+
+// Register a Lexer with the global registry.
+func Register(lexer chroma.Lexer) chroma.Lexer {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if registry == nil {
+		pending = append(pending, lexer)
+		return lexer
+	}
+	return registry.Register(lexer)
+}
+
+// Analyse text content and return the "best" lexer..
+func Analyse(text string) chroma.Lexer {
+	return GlobalLexerRegistry().Analyse(text)
+}
+
+// PlaintextRules is used for the fallback lexer as well as the explicit
+// plaintext lexer.
+func PlaintextRules() chroma.Rules {
+	return chroma.Rules{
+		"root": []chroma.Rule{
+			{`.+`, chroma.Text, nil},
+			{`\n`, chroma.Text, nil},
+		},
+	}
+}
+
+// Fallback lexer if no other is found.
+var Fallback chroma.Lexer = chroma.MustNewLexer(&chroma.Config{
+	Name:      "fallback",
+	Filenames: []string{"*"},
+	Priority:  -1,
+}, PlaintextRules)
