@@ -58,3 +58,7 @@ require (
 // A copy of chroma's lexers whose registry is built on first use
 // (third_party/chromalexers/README.md).
 replace harness/third_party/chromalexers => ./third_party/chromalexers
+
+// The JSON Schema validator with its drafts compiled on first use, not in
+// package initialisation (third_party/jsonschema/HARNESS.md).
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema

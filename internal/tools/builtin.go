@@ -98,10 +98,18 @@ func BuiltinDefinitions(opts BuiltinOptions) []Definition {
 	}
 }
 
-// RegisterBuiltins registers every built-in tool in r.
+// RegisterBuiltins registers every built-in tool in r. Their parameter
+// schemas are compiled on first use, not here: compiling the first schema
+// compiles the JSON Schema drafts' meta-schemas (about 15 ms), which a
+// server start would otherwise pay for tools it may not call for a while.
+// The schemas are static; TestBuiltinSchemasCompile compiles them all.
 func RegisterBuiltins(r *Registry, opts BuiltinOptions) error {
 	for _, d := range BuiltinDefinitions(opts) {
-		if err := r.Register(d); err != nil {
+		e, err := newLazyEntry(d)
+		if err == nil {
+			err = r.add(e)
+		}
+		if err != nil {
 			return fmt.Errorf("register built-in tools: %w", err)
 		}
 	}

@@ -68,7 +68,11 @@ func (p *Pipeline) prepare(ctx context.Context, call *Call) (e *entry, r Result,
 		return nil, unknownToolResult(call.Name), false
 	}
 	call.Access = e.def.Access
-	if err := validateArgs(e.schema, call.Args); err != nil {
+	sch, err := e.schema()
+	if err != nil {
+		return nil, invalidArgsResult(call.Name, fmt.Errorf("the tool's parameter schema does not compile: %w", err)), false
+	}
+	if err := validateArgs(sch, call.Args); err != nil {
 		if !json.Valid([]byte(strings.TrimSpace(call.RawArguments))) && strings.TrimSpace(call.RawArguments) != "" {
 			err = fmt.Errorf("the arguments are not valid JSON (%w)", err)
 		}

@@ -15,11 +15,26 @@ var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // entry is a registered definition with its compiled schema.
 type entry struct {
-	def    Definition
-	schema *jsonschema.Schema
+	def Definition
+	// schema is the compiled parameter schema: compiled by newEntry, or on
+	// first use for the built-in tools (see RegisterBuiltins).
+	schema func() (*jsonschema.Schema, error)
 }
 
+// newEntry checks d and compiles its schema.
 func newEntry(d Definition) (*entry, error) {
+	e, err := newLazyEntry(d)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.schema(); err != nil {
+		return nil, fmt.Errorf("tool %q: %w", d.Name, err)
+	}
+	return e, nil
+}
+
+// newLazyEntry checks d but compiles its schema on first use.
+func newLazyEntry(d Definition) (*entry, error) {
 	if !validName.MatchString(d.Name) {
 		return nil, fmt.Errorf("tool name %q: must match %s", d.Name, validName)
 	}
@@ -34,12 +49,10 @@ func newEntry(d Definition) (*entry, error) {
 	if d.Timeout < 0 {
 		return nil, fmt.Errorf("tool %q: negative timeout", d.Name)
 	}
-	sch, err := compileSchema(d.Name, d.Parameters)
-	if err != nil {
-		return nil, fmt.Errorf("tool %q: %w", d.Name, err)
-	}
 	d.Parameters = append([]byte(nil), d.Parameters...) // own the bytes
-	return &entry{def: d, schema: sch}, nil
+	return &entry{def: d, schema: sync.OnceValues(func() (*jsonschema.Schema, error) {
+		return compileSchema(d.Name, d.Parameters)
+	})}, nil
 }
 
 // ErrDuplicate is returned when a name is already registered in the same
@@ -65,6 +78,11 @@ func (r *Registry) Register(d Definition) error {
 	if err != nil {
 		return err
 	}
+	return r.add(e)
+}
+
+func (r *Registry) add(e *entry) error {
+	d := e.def
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.defs[d.Name]; dup {

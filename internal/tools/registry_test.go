@@ -217,3 +217,25 @@ func TestPermissionHookKeepsLaterDeny(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 }
+
+// TestBuiltinSchemasCompile: RegisterBuiltins compiles the built-in tools'
+// schemas on first use, so this test is where a broken one is caught.
+func TestBuiltinSchemasCompile(t *testing.T) {
+	t.Parallel()
+	for _, d := range BuiltinDefinitions(BuiltinOptions{}) {
+		if _, err := compileSchema(d.Name, d.Parameters); err != nil {
+			t.Errorf("%s: %v", d.Name, err)
+		}
+	}
+	// A lazily registered tool with a broken schema fails its calls with
+	// a clear result, not a panic.
+	d := testTool("broken", false, okBody("x"))
+	d.Parameters = json.RawMessage(`{"type":"object","required":"x"}`)
+	e, err := newLazyEntry(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.schema(); err == nil || !strings.Contains(err.Error(), "compile") {
+		t.Fatalf("schema error %v", err)
+	}
+}
