@@ -22,6 +22,7 @@ type Request struct {
 	Session   string   `json:"session,omitempty"`
 	Since     *int64   `json:"since,omitempty"`
 	Render    string   `json:"render,omitempty"`
+	Batch     bool     `json:"batch,omitempty"`
 	Content   string   `json:"content,omitempty"`
 	KeepInbox bool     `json:"keepInbox,omitempty"`
 	Item      string   `json:"item,omitempty"`
@@ -334,6 +335,12 @@ func isClosed(ch chan struct{}) bool {
 type SubscribeOptions struct {
 	// RenderHTML asks for server-rendered HTML on session/event pushes.
 	RenderHTML bool
+	// Batch asks for session/events pushes (ChEvents, Push.Events): the
+	// replay in pages and, live, the events that queued up while the
+	// socket was busy in one push, each run of text or reasoning deltas of
+	// a block merged into one event (Event.From). Without it every event
+	// comes alone, as stored.
+	Batch bool
 	// Buffer is the subscription channel's size (default
 	// SubscriptionBuffer).
 	Buffer int
@@ -366,6 +373,7 @@ func (cn *Conn) Subscribe(ctx context.Context, session string, since int64, opts
 	if o.RenderHTML {
 		req.Render = "html"
 	}
+	req.Batch = o.Batch
 	r, err := cn.do(ctx, req, func(r Response) {
 		if !r.OK {
 			cn.closeSub(sub)

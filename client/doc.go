@@ -49,9 +49,16 @@
 //	}
 //	return conn.Err()
 //
+// With SubscribeOptions.Batch the events come in ChEvents pushes
+// (Push.Events): the replay in pages, and live the events that queued up
+// behind a slow reader in one push, each run of text or reasoning deltas of
+// a block merged into one event (Event.From is its first seq).
+//
 // A subscriber that must not miss anything across disconnects (including a
-// slow-consumer cut, close code 4008) uses Follow, which resubscribes with
-// since = the last event seq it handled:
+// slow-consumer cut, close code 4008) uses Follow, which subscribes with
+// Batch (FollowOptions.EveryEvent turns it off), hands each event to its
+// handler as one ChEvent push and resubscribes with since = the last event
+// seq it handled:
 //
 //	err := c.Follow(ctx, sess.ID, -1, func(p client.Push) error {
 //		if p.Ch == client.ChEvent {

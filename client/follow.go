@@ -14,13 +14,23 @@ type FollowOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// OnReconnect, when set, is told about every reconnect and its cause.
 	OnReconnect func(since int64, cause error)
+	// RenderHTML asks for server-rendered HTML (Push.HTML).
+	RenderHTML bool
+	// EveryEvent subscribes without Batch, so handle sees every event as
+	// stored. By default Follow subscribes with Batch (a follower that
+	// falls behind gets the deltas it missed merged) and hands handle one
+	// ChEvent push per event of each session/events push: a merged run of
+	// deltas is one event with Event.From set, and the push's HTML comes
+	// with its last event.
+	EveryEvent bool
 }
 
 // Follow follows a session across connection losses: it dials, subscribes
 // from since and hands every push to handle; when the connection ends
 // (a slow-consumer cut, a server restart, the network) it dials again with
 // backoff and resubscribes from the last event seq handled, so handle sees
-// every session/event exactly once and in seq order. It returns when ctx
+// every session/event exactly once and in seq order (a merged run of
+// deltas, Event.From..Event.Seq, counts once; see FollowOptions.EveryEvent). It returns when ctx
 // ends (ctx's error), when handle fails (its error), or when the server
 // refuses the subscription for good (not_found, forbidden, unauthorized).
 func (c *Client) Follow(ctx context.Context, session string, since int64, handle func(Push) error, opts ...FollowOptions) error {
@@ -37,7 +47,7 @@ func (c *Client) Follow(ctx context.Context, session string, since int64, handle
 	last := since
 	backoff := o.MinBackoff
 	for {
-		cause := c.followOnce(ctx, session, &last, handle, func() { backoff = o.MinBackoff })
+		cause := c.followOnce(ctx, session, &last, handle, func() { backoff = o.MinBackoff }, o)
 		var he *handlerError
 		switch {
 		case ctx.Err() != nil:
@@ -65,13 +75,13 @@ type handlerError struct{ err error }
 func (e *handlerError) Error() string { return e.err.Error() }
 
 // followOnce runs one connection; it returns why it ended.
-func (c *Client) followOnce(ctx context.Context, session string, last *int64, handle func(Push) error, connected func()) error {
+func (c *Client) followOnce(ctx context.Context, session string, last *int64, handle func(Push) error, connected func(), o FollowOptions) error {
 	cn, err := c.Dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer cn.sock.CloseNow()
-	sub, err := cn.Subscribe(ctx, session, *last)
+	sub, err := cn.Subscribe(ctx, session, *last, SubscribeOptions{RenderHTML: o.RenderHTML, Batch: !o.EveryEvent})
 	if err != nil {
 		return err
 	}
@@ -87,6 +97,12 @@ func (c *Client) followOnce(ctx context.Context, session string, last *int64, ha
 				}
 				return errors.New("subscription closed")
 			}
+			if p.Ch == ChEvents {
+				if err := unbatch(p, last, handle); err != nil {
+					return err
+				}
+				continue
+			}
 			if p.Ch == ChEvent && p.Event != nil {
 				if p.Event.Seq <= *last {
 					continue // already handled before a reconnect
@@ -101,4 +117,25 @@ func (c *Client) followOnce(ctx context.Context, session string, last *int64, ha
 			}
 		}
 	}
+}
+
+// unbatch hands each event of a session/events push to handle as a
+// session/event push (the batch's html with the last), skipping those
+// already handled.
+func unbatch(p Push, last *int64, handle func(Push) error) error {
+	for i := range p.Events {
+		ev := &p.Events[i]
+		if ev.Seq <= *last {
+			continue
+		}
+		*last = ev.Seq
+		one := Push{Ch: ChEvent, Session: p.Session, Event: ev, Raw: p.Raw}
+		if i == len(p.Events)-1 {
+			one.HTML = p.HTML
+		}
+		if err := handle(one); err != nil {
+			return &handlerError{err}
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 // Push channels.
 const (
 	ChEvent                = "session/event"
+	ChEvents               = "session/events"
 	ChReplayDone           = "replay/done"
 	ChClosed               = "session/closed"
 	ChStatus               = "agent/status"
@@ -32,8 +33,11 @@ const CloseSlowConsumer = 4008
 type Push struct {
 	Ch string `json:"ch"`
 	// Session is the session id; for sessions/changed it is Row.ID.
-	Session     string       `json:"-"`
-	Event       *Event       `json:"event,omitempty"`
+	Session string `json:"-"`
+	Event   *Event `json:"event,omitempty"`
+	// Events are the events of a session/events push (subscriptions with
+	// Batch), in seq order; HTML is then their fragments joined.
+	Events      []Event      `json:"events,omitempty"`
 	HTML        string       `json:"html,omitempty"`
 	Head        *int64       `json:"head,omitempty"`
 	Status      string       `json:"status,omitempty"`
@@ -80,6 +84,7 @@ type wireFrame struct {
 	Ch          string          `json:"ch"`
 	Session     json.RawMessage `json:"session"`
 	Event       *Event          `json:"event"`
+	Events      []Event         `json:"events"`
 	HTML        string          `json:"html"`
 	Head        *int64          `json:"head"`
 	Status      string          `json:"status"`
@@ -107,7 +112,7 @@ func (w *wireFrame) response() (Response, error) {
 // push fills p from a push frame; raw is the whole frame.
 func (w *wireFrame) push(p *Push, raw json.RawMessage) error {
 	*p = Push{
-		Ch: w.Ch, Event: w.Event, HTML: w.HTML, Head: w.Head, Status: w.Status, Queue: w.Queue,
+		Ch: w.Ch, Event: w.Event, Events: w.Events, HTML: w.HTML, Head: w.Head, Status: w.Status, Queue: w.Queue,
 		Message: w.Message, Turn: w.Turn, Interaction: w.Interaction, Reason: w.Reason, Tools: w.Tools, Raw: raw,
 	}
 	if len(w.Session) > 0 && w.Session[0] == '{' {

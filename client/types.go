@@ -125,6 +125,10 @@ type Event struct {
 	Ignorable       bool            `json:"ignorable,omitempty"`
 	SurfaceOp       json.RawMessage `json:"surfaceOp,omitempty"`
 	SourceEventSeqs []int64         `json:"sourceEventSeqs,omitempty"`
+	// From is set on an event of a session/events push that stands for a
+	// run of text or reasoning deltas of one block (seqs From..Seq): the
+	// last delta's envelope with the run's text. 0 otherwise.
+	From int64 `json:"from,omitempty"`
 }
 
 // EventPage is a range of a log and the log's head.

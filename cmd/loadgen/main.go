@@ -10,7 +10,8 @@
 //
 //	go run ./cmd/loadgen -sessions 100 -viewers 1 -rate 50 -chunks 250 -duration 20s
 //	go run ./cmd/loadgen -sessions 1 -viewers 500 -rate 50 -chunks 250 -duration 20s
-//	go run ./cmd/loadgen -sessions 1 -viewers 1 -rate 0 -chunks 10000 -turns 1
+//	go run ./cmd/loadgen -sessions 1 -viewers 1000 -rate 50 -chunks 250 -duration 20s -html
+//	go run ./cmd/loadgen -sessions 1 -viewers 1 -rate 0 -chunks 10000 -turns 20
 //	go run ./cmd/loadgen -target http://127.0.0.1:8080 -token hrn_... -prompt "long: 200"
 //
 // Output is a table, or JSON with -json. See docs/performance.md.
@@ -38,6 +39,8 @@ type options struct {
 	json     bool
 	dataDir  string
 	replay   bool
+	html     bool // viewers ask for server-rendered HTML
+	batch    bool // viewers subscribe with batch
 	serve    bool // internal: run as the spawned server
 	addr     string
 }
@@ -56,6 +59,8 @@ func main() {
 	flag.BoolVar(&o.json, "json", false, "print the report as JSON")
 	flag.StringVar(&o.dataDir, "data", "", "data directory of the spawned server (default: a temp dir)")
 	flag.BoolVar(&o.replay, "replay", true, "measure replay and reconnect after the load")
+	flag.BoolVar(&o.html, "html", false, `viewers subscribe with render "html" (the server renders fragments for them)`)
+	flag.BoolVar(&o.batch, "batch", true, "viewers subscribe with batch: session/events pushes, deltas of a lagging viewer merged")
 	flag.BoolVar(&o.serve, "serve", false, "internal: run as the spawned server")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:0", "internal: listen address of the spawned server")
 	flag.Parse()

@@ -8,25 +8,32 @@ import (
 )
 
 type report struct {
-	Target           string         `json:"target"`
-	Config           reportConfig   `json:"config"`
-	ColdStartMs      float64        `json:"coldStartMs,omitempty"`
-	IdleRSSMiB       float64        `json:"idleRssMiB,omitempty"`
-	ElapsedSec       float64        `json:"elapsedSec"`
-	Turns            int            `json:"turns"`
-	EventsPersisted  int64          `json:"eventsPersisted"`
-	PersistedPerSec  float64        `json:"eventsPersistedPerSec"`
-	EventsDelivered  int64          `json:"eventsDelivered"`
-	DeliveredPerSec  float64        `json:"eventsDeliveredPerSec"`
-	Latency          latencyFigures `json:"chunkLatencyMs"`
-	Replay           replayFigures  `json:"replay"`
-	Reconnect        replayFigures  `json:"reconnect"`
-	ServerPeakRSSMiB float64        `json:"serverPeakRssMiB"`
-	ServerCPUCores   float64        `json:"serverCpuCores"`
-	Cuts             int            `json:"cuts"`
-	ServerCutsTotal  int            `json:"serverCutsTotal"`
-	Errors           int            `json:"errors"`
-	ErrorSamples     []string       `json:"errorSamples,omitempty"`
+	Target          string         `json:"target"`
+	Config          reportConfig   `json:"config"`
+	ColdStartMs     float64        `json:"coldStartMs,omitempty"`
+	IdleRSSMiB      float64        `json:"idleRssMiB,omitempty"`
+	ElapsedSec      float64        `json:"elapsedSec"`
+	Turns           int            `json:"turns"`
+	EventsPersisted int64          `json:"eventsPersisted"`
+	PersistedPerSec float64        `json:"eventsPersistedPerSec"`
+	EventsDelivered int64          `json:"eventsDelivered"`
+	DeliveredPerSec float64        `json:"eventsDeliveredPerSec"`
+	Latency         latencyFigures `json:"chunkLatencyMs"`
+	Replay          replayFigures  `json:"replay"`
+	Reconnect       replayFigures  `json:"reconnect"`
+	// Export is the REST export of the replayed session's events (pages of
+	// 5,000); ReplayVsExport is replay time over export time.
+	Export           replayFigures `json:"restExport"`
+	ReplayVsExport   float64       `json:"replayVsExport,omitempty"`
+	ServerPeakRSSMiB float64       `json:"serverPeakRssMiB"`
+	ServerCPUCores   float64       `json:"serverCpuCores"`
+	// ServerCPUMilliPerViewer is the server's CPU over the load divided by
+	// the viewer connections, in millicores.
+	ServerCPUMilliPerViewer float64  `json:"serverCpuMilliPerViewer,omitempty"`
+	Cuts                    int      `json:"cuts"`
+	ServerCutsTotal         int      `json:"serverCutsTotal"`
+	Errors                  int      `json:"errors"`
+	ErrorSamples            []string `json:"errorSamples,omitempty"`
 }
 
 type reportConfig struct {
@@ -37,6 +44,8 @@ type reportConfig struct {
 	Turns    int    `json:"turnsPerSession,omitempty"`
 	Duration string `json:"duration"`
 	Prompt   string `json:"prompt"`
+	HTML     bool   `json:"html"`
+	Batch    bool   `json:"batch"`
 }
 
 type latencyFigures struct {
@@ -64,7 +73,7 @@ func (r report) print(asJSON bool) error {
 		fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...))
 	}
 	row("target", "%s", r.Target)
-	row("load", "%d sessions x %d viewers, %d chunks/s, %d chunks/turn, %s", r.Config.Sessions, r.Config.Viewers, r.Config.Rate, r.Config.Chunks, r.Config.Duration)
+	row("load", "%d sessions x %d viewers, %d chunks/s, %d chunks/turn, %s, html %v, batch %v", r.Config.Sessions, r.Config.Viewers, r.Config.Rate, r.Config.Chunks, r.Config.Duration, r.Config.HTML, r.Config.Batch)
 	if r.ColdStartMs > 0 {
 		row("cold start to ready", "%.0f ms", r.ColdStartMs)
 	}
@@ -78,8 +87,9 @@ func (r report) print(asJSON bool) error {
 		r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max, r.Latency.Samples, r.Latency.Source)
 	row("replay (fresh subscriber)", "%d events in %.1f ms", r.Replay.Events, r.Replay.Ms)
 	row("reconnect (since = head/2)", "%d events in %.1f ms", r.Reconnect.Events, r.Reconnect.Ms)
+	row("REST export (same session)", "%d events in %.1f ms (replay/export %.2f)", r.Export.Events, r.Export.Ms, r.ReplayVsExport)
 	row("server peak RSS", "%.1f MiB", r.ServerPeakRSSMiB)
-	row("server CPU", "%.2f cores", r.ServerCPUCores)
+	row("server CPU", "%.2f cores (%.3f millicores per viewer)", r.ServerCPUCores, r.ServerCPUMilliPerViewer)
 	row("viewers cut (slow consumer)", "%d (server total %d)", r.Cuts, r.ServerCutsTotal)
 	row("errors", "%d %v", r.Errors, r.ErrorSamples)
 	return w.Flush()

@@ -24,7 +24,7 @@ func run(ctx context.Context, o options) error {
 	}
 	var r report
 	r.Config = reportConfig{Sessions: o.sessions, Viewers: o.viewers, Rate: o.rate, Chunks: o.chunks,
-		Turns: o.turns, Duration: o.duration.String(), Prompt: o.prompt}
+		Turns: o.turns, Duration: o.duration.String(), Prompt: o.prompt, HTML: o.html, Batch: o.batch}
 	base, token := o.target, o.token
 	stamped := false
 	if base == "" {
@@ -82,7 +82,7 @@ func run(ctx context.Context, o options) error {
 					}
 					samples = observe(p, stamped, &delivered, ends, samples)
 					return nil
-				}, client.FollowOptions{OnReconnect: func(_ int64, cause error) {
+				}, client.FollowOptions{RenderHTML: o.html, EveryEvent: !o.batch, OnReconnect: func(_ int64, cause error) {
 					if client.IsSlowConsumer(cause) {
 						cuts.Add(1)
 					}
@@ -146,6 +146,9 @@ func run(ctx context.Context, o options) error {
 		r.ServerCPUCores = (after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]) / elapsed.Seconds()
 		r.ServerCutsTotal = int(after["harness_ws_send_queue_cuts_total"])
 	}
+	if r.ServerCPUCores > 0 {
+		r.ServerCPUMilliPerViewer = 1000 * r.ServerCPUCores / float64(o.sessions*o.viewers)
+	}
 	r.ServerPeakRSSMiB = peakRSS / (1 << 20)
 	if cpu > 0 && r.ServerCPUCores == 0 {
 		r.ServerCPUCores = cpu
@@ -154,7 +157,7 @@ func run(ctx context.Context, o options) error {
 	r.Errors, r.ErrorSamples = errs.summary()
 
 	if o.replay {
-		if err := measureReplay(ctx, c, ids, &r); err != nil {
+		if err := measureReplay(ctx, c, ids, o.batch, &r); err != nil {
 			r.Errors++
 			r.ErrorSamples = append(r.ErrorSamples, err.Error())
 		}
@@ -190,9 +193,10 @@ func observe(p client.Push, stamped bool, delivered *atomic.Int64, ends chan str
 	return out
 }
 
-// measureReplay times a fresh subscriber replaying the largest session, and
-// a reconnect that resumes from the middle of it.
-func measureReplay(ctx context.Context, c *client.Client, ids []string, r *report) error {
+// measureReplay times a fresh subscriber replaying the largest session, a
+// reconnect that resumes from the middle of it, and the REST export of the
+// same events (pages of 5,000), from this process.
+func measureReplay(ctx context.Context, c *client.Client, ids []string, batch bool, r *report) error {
 	var big string
 	var head int64 = -1
 	for _, id := range ids {
@@ -211,7 +215,7 @@ func measureReplay(ctx context.Context, c *client.Client, ids []string, r *repor
 		}
 		defer cn.Close()
 		start := time.Now()
-		sub, err := cn.Subscribe(ctx, big, since, client.SubscribeOptions{Buffer: 4096})
+		sub, err := cn.Subscribe(ctx, big, since, client.SubscribeOptions{Buffer: 4096, Batch: batch})
 		if err != nil {
 			return 0, 0, err
 		}
@@ -220,6 +224,8 @@ func measureReplay(ctx context.Context, c *client.Client, ids []string, r *repor
 			switch p.Ch {
 			case client.ChEvent:
 				n++
+			case client.ChEvents:
+				n += len(p.Events)
 			case client.ChReplayDone:
 				return n, time.Since(start), nil
 			}
@@ -236,6 +242,24 @@ func measureReplay(ctx context.Context, c *client.Client, ids []string, r *repor
 		return err
 	}
 	r.Reconnect = replayFigures{Events: n, Ms: ms(took)}
+
+	start := time.Now()
+	n, since := 0, int64(-1)
+	for {
+		p, err := c.Events(ctx, big, since, 5000)
+		if err != nil {
+			return err
+		}
+		n += len(p.Events)
+		if len(p.Events) == 0 || p.Events[len(p.Events)-1].Seq >= p.Head {
+			break
+		}
+		since = p.Events[len(p.Events)-1].Seq
+	}
+	r.Export = replayFigures{Events: n, Ms: ms(time.Since(start))}
+	if r.Export.Ms > 0 {
+		r.ReplayVsExport = r.Replay.Ms / r.Export.Ms
+	}
 	return nil
 }
 

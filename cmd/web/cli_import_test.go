@@ -12,6 +12,7 @@ import (
 	"harness/client"
 	"harness/internal/auth"
 	"harness/internal/models"
+	"harness/internal/testkit/poll"
 )
 
 const corpusDir = "/work/shared/corpus/dsh-sessions"
@@ -100,9 +101,9 @@ func TestCLIImport(t *testing.T) {
 	if _, err := c.SendMessage(t.Context(), id, "what did it print?", "followup"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the new turn", 30*time.Second, func() bool {
+	poll.Eventually(t, "the new turn", func() bool {
 		evs := events(t, c, id)
 		last := evs[len(evs)-1]
 		return last.Type == "turn/end" && strings.Contains(string(last.Data), `"turn":2`)
-	})
+	}, poll.Within(30*time.Second))
 }

@@ -12,6 +12,7 @@ import (
 
 	"harness/client"
 	"harness/internal/session"
+	"harness/internal/testkit/poll"
 )
 
 // SIGKILL the server while 20 sessions stream and run tools, then restart
@@ -86,7 +87,7 @@ func TestCrashRecovery(t *testing.T) {
 	}()
 
 	// Crash when every session is busy: streaming or inside its tool.
-	waitFor(t, "every session busy", 30*time.Second, func() bool {
+	poll.Eventually(t, "every session busy", func() bool {
 		for i, id := range ids {
 			want := "assistant/chunk"
 			if i%2 == 1 {
@@ -97,7 +98,7 @@ func TestCrashRecovery(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, poll.Within(30*time.Second))
 	srv.kill()
 	_ = cn.Close()
 
@@ -105,10 +106,10 @@ func TestCrashRecovery(t *testing.T) {
 	c = client.New(srv.URL, client.WithToken(token))
 	for i, id := range ids {
 		// The queued message runs after the restart.
-		waitFor(t, "the queued message to run in "+id, 30*time.Second, func() bool {
+		poll.Eventually(t, "the queued message to run in "+id, func() bool {
 			evs := events(t, c, id)
 			return countTurnEnds(evs, "completed") >= 1 && hasUserMessage(evs, acked[id][1])
-		})
+		}, poll.Within(30*time.Second))
 		evs := events(t, c, id)
 		log := toSession(t, evs)
 		if err := session.CheckInvariants(log); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"harness/client"
+	"harness/internal/testkit/poll"
 )
 
 // A second server on a data directory in use fails at once with a clear
@@ -72,7 +73,7 @@ func TestReadOnlyDataDirectory(t *testing.T) {
 	if _, err := c.SendMessage(context.Background(), s.ID, "hello", "followup"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the turn to end", 20*time.Second, func() bool { return countTurnEnds(events(t, c, s.ID), "completed") == 1 })
+	poll.Eventually(t, "the turn to end", func() bool { return countTurnEnds(events(t, c, s.ID), "completed") == 1 })
 	before := events(t, c, s.ID)
 	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
 	if _, ok := srv.exitErr(20 * time.Second); !ok {
@@ -120,9 +121,9 @@ func TestDiskFull(t *testing.T) {
 	if err == nil {
 		// The message itself may have fit in a page SQLite had free; the
 		// stream's events will not.
-		waitFor(t, "a write failure to be logged", 30*time.Second, func() bool {
+		poll.Eventually(t, "a write failure to be logged", func() bool {
 			return strings.Contains(srv.logs.String(), "full")
-		})
+		}, poll.Within(30*time.Second))
 	} else if client.CodeOf(err) != "unavailable" || !strings.Contains(err.Error(), "cannot store") {
 		t.Fatalf("unclear error for a write on a full disk: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"harness/client"
 	"harness/internal/sandbox"
 	"harness/internal/session"
+	"harness/internal/testkit/poll"
 )
 
 // runTool sends `run: script` and returns the bash output of that turn.
@@ -30,7 +31,7 @@ func runTool(t *testing.T, c *client.Client, id, script string) string {
 	if _, err := c.SendMessage(ctx, id, "run: "+script, ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the turn to end", 60*time.Second, func() bool { return ends() > before })
+	poll.Eventually(t, "the turn to end", func() bool { return ends() > before }, poll.Within(60*time.Second))
 	out := ""
 	for _, ev := range events(t, c, id) {
 		if ev.Type != "tool/result" {

@@ -193,18 +193,6 @@ func userToken(t *testing.T, dir, name string, admin bool) string {
 	return ""
 }
 
-// waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func events(t *testing.T, c *client.Client, id string) []client.Event {
 	t.Helper()
 	page, err := c.Events(context.Background(), id, -1, 0)

@@ -21,14 +21,15 @@ import (
 	"harness/internal/driverstore"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/llm/openai"
 	"harness/internal/metrics"
 	"harness/internal/models"
 	"harness/internal/render"
+	"harness/internal/routes"
 	"harness/internal/sandbox"
 	"harness/internal/service"
 	"harness/internal/session"
 	"harness/internal/tools"
+	"harness/internal/tools/builtin"
 	"harness/internal/web"
 	"harness/internal/workspace"
 	"harness/internal/ws"
@@ -51,9 +52,10 @@ type Options struct {
 	// WS tunes the WebSocket hub (queue sizes, keepalive) for tests and the
 	// load tool.
 	WS ws.Options
-	// Renderer renders events to HTML for browser subscriptions; nil
-	// uses the transcript renderer (internal/render).
-	Renderer ws.Renderer
+	// Projections makes the live projections that render events to HTML
+	// for browser subscriptions; nil uses the transcript's
+	// (render.NewProjection).
+	Projections ws.Projections
 	// Sandbox replaces the sandbox New would probe (tests of a machine
 	// without one).
 	Sandbox *sandbox.Sandbox
@@ -73,10 +75,13 @@ type App struct {
 	Service   *service.Service
 	Hub       *ws.Hub
 	Metrics   *metrics.Metrics
-	// Render renders transcripts for pages and the socket's HTML pushes.
-	Render *render.Renderer
-	// Routes applies admin-configured model routes and preferences.
-	Routes *web.ModelRoutes
+	// Markdown renders model text for the pages' folds and the live
+	// projections.
+	Markdown *render.Markdown
+	// Routes loads the environment's and the admin's model routes into
+	// Providers and applies the admin's changes; it keeps users'
+	// preferences too.
+	Routes *routes.Routes
 	// Settings are the admin's stored settings (routes, roots, hosts).
 	Settings *models.SettingsStore
 	// Sandbox confines tool processes; Workspaces places sessions' files.
@@ -144,7 +149,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		return nil, err
 	}
 	a.Tools = tools.NewRegistry()
-	if err := tools.RegisterBuiltins(a.Tools, tools.BuiltinOptions{}); err != nil {
+	if err := builtin.Register(a.Tools, builtin.Options{}); err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
 	a.Manager = driver.NewManager(log, driverstore.Store{S: a.Store}, driver.Options{
@@ -161,19 +166,20 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	copts := compact.Options{Logger: log, Meter: compact.NewMeter()}
 	compact.Install(a.Manager, copts)
 	a.Service = service.New(service.Deps{
-		Log: log, Store: a.Store, Manager: a.Manager, Auth: a.Auth, Workspaces: a.Workspaces, Settings: a.Settings,
+		Log: log, Store: a.Store, Manager: a.Manager, Meta: driverstore.Store{S: a.Store}, Auth: a.Auth, Workspaces: a.Workspaces, Settings: a.Settings,
 		Compaction: copts,
 	})
-	a.Render = render.NewRenderer(render.NewMarkdown(), render.RendererOptions{Logs: a.liveLog, Context: a.liveContext})
-	renderer := opts.Renderer
-	if renderer == nil {
-		renderer = a.Render
+	a.Markdown = render.NewMarkdown()
+	projections := opts.Projections
+	if projections == nil {
+		md := a.Markdown
+		projections = func(id string, l *session.Log, upto int64) ws.Projector {
+			return render.NewProjection(md, id, l, upto, render.ProjectionOptions{
+				Context: func() (render.ContextFigures, bool) { return a.liveContext(id) },
+			})
+		}
 	}
-	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Renderer: renderer, Options: opts.WS})
-	a.Routes = web.NewModelRoutes(log, a.Providers, settings)
-	if err := a.Routes.Load(ctx); err != nil {
-		return nil, fmt.Errorf("model routes from settings: %w", err)
-	}
+	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: projections, Options: opts.WS})
 	a.Web = web.New(web.Deps{
 		Log:            log,
 		DB:             db,
@@ -181,16 +187,18 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		TrustedOrigins: cfg.TrustedOrigins,
 		Service:        a.Service,
 		WS:             a.Hub,
-		UI:             &web.UIDeps{Store: a.Store, Render: a.Render, Routes: a.Routes},
+		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes},
 		Metrics:        a.Metrics.Handler(),
 	})
 	ok = true
 	return a, nil
 }
 
-// setupProviders registers the offline demo model and any configured route.
-// The default is DeepSeek when its key is set, else an OpenAI-compatible
-// route, else the demo.
+// setupProviders registers the offline demo model, the environment's routes,
+// the extra ones of Options and, last, the admin's stored routes (which
+// never shadow the others). The default is DeepSeek when its key is set,
+// else an OpenAI-compatible route, else the demo; the first of
+// Options.Providers beats them, and a stored default beats all.
 func (a *App) setupProviders(ctx context.Context, opts Options) error {
 	a.Providers = llm.NewRegistry()
 	demo, stop, err := fake.StartDemo(ctx, a.Log, opts.DemoOptions...)
@@ -202,21 +210,13 @@ func (a *App) setupProviders(ctx context.Context, opts Options) error {
 		return err
 	}
 	def := demo.Info()
-	for _, fromEnv := range []func(func(string) string) (openai.Config, bool){openai.DeepSeekFromEnv, openai.OpenAIFromEnv} {
-		cfg, ok := fromEnv(opts.Getenv)
-		if !ok {
-			continue
-		}
-		p, err := openai.New(cfg)
-		if err != nil {
-			return fmt.Errorf("model route %s: %w", cfg.Name, err)
-		}
-		if err := a.Providers.Register(p); err != nil {
-			return err
-		}
-		if def.Offline {
-			def = p.Info()
-		}
+	a.Routes = routes.New(routes.Deps{Log: a.Log, Registry: a.Providers, Store: a.Settings})
+	fromEnv, err := a.Routes.LoadEnv(opts.Getenv)
+	if err != nil {
+		return err
+	}
+	if len(fromEnv) > 0 {
+		def = fromEnv[0]
 	}
 	for i, p := range opts.Providers {
 		if err := a.Providers.Register(p); err != nil {
@@ -227,22 +227,18 @@ func (a *App) setupProviders(ctx context.Context, opts Options) error {
 		}
 	}
 	a.Providers.SetDefault(def.Name, def.DefaultModel)
-	a.Log.Info("model routes ready", "default", def.Name, "model", def.DefaultModel, "offline", def.Offline)
+	if err := a.Routes.Load(ctx); err != nil {
+		return err
+	}
+	p, m := a.Providers.Default()
+	a.Log.Info("model routes ready", "default", p, "model", m, "offline", p == demo.Info().Name)
 	return nil
 }
 
-// liveLog is the in-memory log of a loaded session, for the renderer.
-func (a *App) liveLog(id string) (*session.Log, bool) {
-	ag, ok := a.Manager.Lookup(id)
-	if !ok {
-		return nil, false
-	}
-	return ag.Log(), true
-}
-
-// liveContext is a loaded session's context meter, for the renderer. It
-// runs on a socket's writer, so its one possible read (the stored route of
-// a session that never made a request) is bounded.
+// liveContext is a loaded session's context meter, for the live
+// projections. It runs on a session topic's projector, so its one possible
+// read (the stored route of a session that never made a request) is
+// bounded.
 func (a *App) liveContext(id string) (render.ContextFigures, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

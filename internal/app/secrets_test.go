@@ -15,8 +15,8 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
+	"harness/internal/routes"
 	"harness/internal/secrets"
-	"harness/internal/web"
 )
 
 // logBuffer collects log lines from every goroutine of an app.
@@ -87,7 +87,7 @@ func TestStoredRouteKeysAcrossRestarts(t *testing.T) {
 
 	// First start: a key file is created; an admin saves a route.
 	a, logs := start(t, noEnv)
-	if err := a.Routes.Save(ctx, web.ProviderForm{Name: "local", Kind: "openai", BaseURL: base, APIKey: apiKey, Models: "m", Enabled: true}); err != nil {
+	if _, err := a.Routes.Save(ctx, routes.Form{Name: "local", Kind: "openai", BaseURL: base, APIKey: apiKey, Models: "m", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	stop(t, a)
@@ -166,7 +166,7 @@ func TestStoredRouteKeysAcrossRestarts(t *testing.T) {
 		}
 	}
 	// The admin can repair the route by entering the key again.
-	if err := a.Routes.Save(ctx, web.ProviderForm{Name: "local", Kind: "openai", BaseURL: base, APIKey: apiKey, Models: "m", Enabled: true}); err != nil {
+	if _, err := a.Routes.Save(ctx, routes.Form{Name: "local", Kind: "openai", BaseURL: base, APIKey: apiKey, Models: "m", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := authOf(t, a, "local"); got != "Bearer "+apiKey {

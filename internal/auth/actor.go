@@ -1,6 +1,8 @@
 // Package auth holds accounts and access control: users and their bcrypt
 // password hashes, login sessions, API tokens, per-session roles, share links,
 // first-admin bootstrap and the single authorization function, Authorize.
+// What each session role may do is one table, read through SessionRole.Can;
+// nothing outside this package lists roles to decide what is allowed.
 // It is storage-agnostic: persistence goes through the Store interface, which
 // internal/models implements.
 package auth

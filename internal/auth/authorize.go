@@ -9,26 +9,62 @@ import (
 // Action is what an actor wants to do with a session.
 type Action string
 
-// Actions, from weakest to strongest.
+// Actions. Every check of what a session role may do names one of these
+// and goes through SessionRole.Can; no other package lists roles.
 const (
-	// ActionRead: transcript, events, subscribe, export.
+	// ActionRead: transcript, events, subscribe, files, history pages.
 	ActionRead Action = "read"
-	// ActionFork: read access by a real user; the fork belongs to the forker.
+	// ActionExport: download the whole log (JSON lines).
+	ActionExport Action = "export"
+	// ActionFork: a new session from this one's log; the fork belongs to
+	// the forker, so it needs an account, not a share link.
 	ActionFork Action = "fork"
-	// ActionWrite: followup, steer, cancel, queue edit/remove, approve,
-	// answer, set_mode, set_model, compact.
+	// ActionWrite: send, steer, cancel, queue edit/remove/run/clear,
+	// set_mode, set_model, compact, revoke an allowed tool.
 	ActionWrite Action = "write"
-	// ActionManage: rename, archive, delete, members, share links.
+	// ActionAnswer: decide tool approvals and answer the agent's questions.
+	ActionAnswer Action = "answer"
+	// ActionManage: rename and archive.
 	ActionManage Action = "manage"
+	// ActionShare: list, add and remove members; create, list and revoke
+	// share links.
+	ActionShare Action = "share"
+	// ActionDelete: delete the session, its log and its workspace.
+	ActionDelete Action = "delete"
 )
 
-// allowed is the role × action table.
+// Actions lists every action, for tables and tests.
+var Actions = []Action{ActionRead, ActionExport, ActionFork, ActionWrite, ActionAnswer, ActionManage, ActionShare, ActionDelete}
+
+// allowed is the role × action table, the one place that says what a
+// session role may do. A role missing here (SessionRoleNone) may do
+// nothing.
 var allowed = map[SessionRole]map[Action]bool{
-	SessionRoleOwner:        {ActionRead: true, ActionFork: true, ActionWrite: true, ActionManage: true},
-	SessionRoleAdmin:        {ActionRead: true, ActionFork: true, ActionWrite: true, ActionManage: true},
-	SessionRoleCollaborator: {ActionRead: true, ActionFork: true, ActionWrite: true},
-	SessionRoleViewer:       {ActionRead: true, ActionFork: true},
+	SessionRoleOwner:        set(Actions...),
+	SessionRoleAdmin:        set(Actions...),
+	SessionRoleCollaborator: set(ActionRead, ActionExport, ActionFork, ActionWrite, ActionAnswer),
+	SessionRoleViewer:       set(ActionRead, ActionExport, ActionFork),
 }
+
+// shareActions are what a share link may do, within its viewer role: read
+// without an account. Forking makes a session someone must own.
+var shareActions = set(ActionRead, ActionExport)
+
+func set(acts ...Action) map[Action]bool {
+	m := make(map[Action]bool, len(acts))
+	for _, a := range acts {
+		m[a] = true
+	}
+	return m
+}
+
+// Can reports whether role r allows act. It is what pages, templates (as
+// booleans), the renderer (through the socket) and Authorize consult; the
+// role itself comes from Authorize, fresh from the store.
+func (r SessionRole) Can(act Action) bool { return allowed[r][act] }
+
+// Known reports whether act is an action of this package.
+func (act Action) Known() bool { return allowed[SessionRoleOwner][act] }
 
 // Authorize is THE authorization function: every page, REST route and
 // WebSocket command calls it before touching a session. It returns the
@@ -46,7 +82,7 @@ var allowed = map[SessionRole]map[Action]bool{
 // demoted admin loses access on the next command, also on a long-lived
 // WebSocket.
 func (s *Service) Authorize(ctx context.Context, a *Actor, sessionID string, act Action) (SessionRole, error) {
-	if _, ok := allowed[SessionRoleOwner][act]; !ok {
+	if !act.Known() {
 		return SessionRoleNone, fmt.Errorf("authorize: unknown action %q: %w", act, ErrForbidden)
 	}
 	if a == nil {
@@ -71,18 +107,20 @@ func (s *Service) Authorize(ctx context.Context, a *Actor, sessionID string, act
 	if !acc.UserFound || acc.UserDisabled {
 		return SessionRoleNone, ErrUnauthenticated
 	}
-	role := roleOf(acc, a.UserID)
+	role := RoleOf(acc, a.UserID)
 	if role == SessionRoleNone {
 		return SessionRoleNone, fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
 	}
-	if !allowed[role][act] {
+	if !role.Can(act) {
 		return role, fmt.Errorf("%s may not %s session %s: %w", role, act, sessionID, ErrForbidden)
 	}
 	return role, nil
 }
 
-// roleOf picks the strongest role: owner, then admin, then membership.
-func roleOf(acc Access, userID string) SessionRole {
+// RoleOf is userID's role on a session given its access facts: the
+// strongest of owner, admin, then membership. Authorize uses it, and so
+// does a listing that reads the facts of many sessions at once.
+func RoleOf(acc Access, userID string) SessionRole {
 	switch {
 	case acc.OwnerID == userID:
 		return SessionRoleOwner
@@ -97,7 +135,7 @@ func roleOf(acc Access, userID string) SessionRole {
 // authorizeShare lets a share link read its own session while the link
 // is live; everything else needs an account.
 func (s *Service) authorizeShare(ctx context.Context, a *Actor, sessionID string, act Action) (SessionRole, error) {
-	if act != ActionRead || sessionID != a.ShareSessionID {
+	if !shareActions[act] || sessionID != a.ShareSessionID {
 		return SessionRoleNone, ErrUnauthenticated
 	}
 	l, err := s.store.ShareLinkByID(ctx, a.ShareLinkID)

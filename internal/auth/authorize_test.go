@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,7 +13,43 @@ import (
 	"harness/internal/models"
 )
 
-var allActions = []auth.Action{auth.ActionRead, auth.ActionFork, auth.ActionWrite, auth.ActionManage}
+// The role × action matrix, written out: what each session role may do.
+var (
+	readers   = []auth.Action{auth.ActionRead, auth.ActionExport, auth.ActionFork}
+	writers   = append(slices.Clone(readers), auth.ActionWrite, auth.ActionAnswer)
+	managers  = append(slices.Clone(writers), auth.ActionManage, auth.ActionShare, auth.ActionDelete)
+	shareActs = []auth.Action{auth.ActionRead, auth.ActionExport}
+)
+
+func TestSessionRoleCan(t *testing.T) {
+	t.Parallel()
+	matrix := map[auth.SessionRole][]auth.Action{
+		auth.SessionRoleOwner:        managers,
+		auth.SessionRoleAdmin:        managers,
+		auth.SessionRoleCollaborator: writers,
+		auth.SessionRoleViewer:       readers,
+		auth.SessionRoleNone:         nil,
+		"stranger":                   nil, // a role auth does not know may do nothing
+	}
+	if len(managers) != len(auth.Actions) {
+		t.Fatalf("the matrix covers %d actions, auth has %d: add the new one here", len(managers), len(auth.Actions))
+	}
+	for role, may := range matrix {
+		for _, act := range append(slices.Clone(auth.Actions), "launch") {
+			if got, want := role.Can(act), slices.Contains(may, act); got != want {
+				t.Errorf("%q.Can(%s) = %v, want %v", role, act, got, want)
+			}
+		}
+	}
+	for _, act := range auth.Actions {
+		if !act.Known() {
+			t.Errorf("%s is not known", act)
+		}
+	}
+	if auth.Action("launch").Known() {
+		t.Error("an unknown action is known")
+	}
+}
 
 func TestAuthorizeRoleByAction(t *testing.T) {
 	t.Parallel()
@@ -49,14 +86,14 @@ func TestAuthorizeRoleByAction(t *testing.T) {
 		}
 
 		var (
-			all    = func(r auth.SessionRole) map[auth.Action]want { return rowOf(r, nil, nil, nil, nil) }
-			none   = rowOf("", auth.ErrNotFound, auth.ErrNotFound, auth.ErrNotFound, auth.ErrNotFound)
-			unauth = rowOf("", auth.ErrUnauthenticated, auth.ErrUnauthenticated, auth.ErrUnauthenticated, auth.ErrUnauthenticated)
+			all    = func(r auth.SessionRole) map[auth.Action]want { return rowOf(r, auth.Actions, nil) }
+			none   = rowOf("", nil, auth.ErrNotFound)
+			unauth = rowOf("", nil, auth.ErrUnauthenticated)
 			forbid = auth.ErrForbidden
 		)
-		collab := rowOf(auth.SessionRoleCollaborator, nil, nil, nil, forbid)
-		viewer := rowOf(auth.SessionRoleViewer, nil, nil, forbid, forbid)
-		share := rowOf(auth.SessionRoleViewer, nil, auth.ErrUnauthenticated, auth.ErrUnauthenticated, auth.ErrUnauthenticated)
+		collab := rowOf(auth.SessionRoleCollaborator, writers, forbid)
+		viewer := rowOf(auth.SessionRoleViewer, readers, forbid)
+		share := rowOf(auth.SessionRoleViewer, shareActs, auth.ErrUnauthenticated)
 		tests := []struct {
 			actor, session string
 			want           map[auth.Action]want
@@ -78,7 +115,7 @@ func TestAuthorizeRoleByAction(t *testing.T) {
 			{"gone", sid, unauth},
 		}
 		for _, tt := range tests {
-			for _, act := range allActions {
+			for _, act := range auth.Actions {
 				w := tt.want[act]
 				role, err := svc.Authorize(ctx, actors[tt.actor], tt.session, act)
 				ok := w.err == nil && err == nil || w.err != nil && errors.Is(err, w.err)
@@ -121,11 +158,17 @@ type want struct {
 	err  error
 }
 
-func rowOf(role auth.SessionRole, read, fork, write, manage error) map[auth.Action]want {
-	return map[auth.Action]want{
-		auth.ActionRead: {role, read}, auth.ActionFork: {role, fork},
-		auth.ActionWrite: {role, write}, auth.ActionManage: {role, manage},
+// rowOf expects role with no error for the actions in may and deny for
+// the others.
+func rowOf(role auth.SessionRole, may []auth.Action, deny error) map[auth.Action]want {
+	out := map[auth.Action]want{}
+	for _, act := range auth.Actions {
+		out[act] = want{role, deny}
+		if slices.Contains(may, act) {
+			out[act] = want{role, nil}
+		}
 	}
+	return out
 }
 
 func label(session, main string) string {

@@ -20,6 +20,7 @@ import (
 	"harness/internal/session"
 	"harness/internal/testkit"
 	"harness/internal/tools"
+	"harness/internal/tools/builtin"
 	"harness/internal/workspace"
 )
 
@@ -51,6 +52,7 @@ type harnessConfig struct {
 	managerOpts func(*driver.Options)
 	noAgent     bool
 	provider    llm.Provider // when set, sessions use it instead of the fake server
+	store       func(driver.Store) driver.Store
 }
 
 // withProvider makes sessions use p (an in-process provider).
@@ -59,6 +61,11 @@ func withProvider(p llm.Provider) harnessOpt { return func(c *harnessConfig) { c
 // withManager adjusts the manager options.
 func withManager(fn func(*driver.Options)) harnessOpt {
 	return func(c *harnessConfig) { c.managerOpts = fn }
+}
+
+// withStore wraps the manager's store (the real one) in another.
+func withStore(wrap func(driver.Store) driver.Store) harnessOpt {
+	return func(c *harnessConfig) { c.store = wrap }
 }
 
 func withMaxParallel(n int) harnessOpt { return func(c *harnessConfig) { c.maxParallel = n } }
@@ -100,14 +107,18 @@ func newHarness(t testing.TB, script fake.Script, opts ...harnessOpt) *harness {
 		route = [2]string{info.Name, info.DefaultModel}
 	}
 	treg := tools.NewRegistry()
-	if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
+	if err := builtin.Register(treg, builtin.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	mopts := driver.Options{Providers: reg, Tools: treg, VerifyRequests: true, MaxParallelTools: cfg.maxParallel, Confiner: workspace.Plain{Sandbox: sandboxtest.Shared(t)}}
 	if cfg.managerOpts != nil {
 		cfg.managerOpts(&mopts)
 	}
-	mgr := driver.NewManager(logger, driverstore.Store{S: st}, mopts)
+	var dstore driver.Store = driverstore.Store{S: st}
+	if cfg.store != nil {
+		dstore = cfg.store(dstore)
+	}
+	mgr := driver.NewManager(logger, dstore, mopts)
 	h := &harness{t: t, ctx: ctx, fake: srv, store: st, mgr: mgr, dir: dir, ws: filepath.Join(dir, "ws"), live: &liveRecorder{}, route: route, logger: logger, mopts: mopts}
 	if err := os.MkdirAll(h.ws, 0o755); err != nil {
 		t.Fatal(err)

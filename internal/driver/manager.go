@@ -135,7 +135,7 @@ type Manager struct {
 	live      bus
 	clock     func() int64
 	rand      func() float64
-	baseCtx   context.Context
+	baseCtx   context.Context // root of every turn's context and of housekeeping
 
 	mu      sync.Mutex
 	agents  map[string]*Agent
@@ -489,7 +489,8 @@ func (m *Manager) housekeeping() {
 		case <-m.stop:
 			return
 		case <-m.pendKick:
-			m.flushPending(context.Background())
+			// Housekeeping serves no request: the manager's root context.
+			m.flushPending(m.baseCtx)
 		case <-tick.C:
 			m.unloadIdle()
 		}
@@ -516,7 +517,9 @@ func (m *Manager) unloadIdle() {
 	}
 	m.mu.Unlock()
 	for _, a := range gone {
-		if err := m.store.Flush(context.Background(), a.id); err != nil {
+		// The manager's root context: no request waits for an unload, and
+		// its events must be durable before the agent is gone.
+		if err := m.store.Flush(m.baseCtx, a.id); err != nil {
 			m.logger.Warn("flush unloaded agent", "session", a.id, "err", err)
 		}
 		m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: a.id})

@@ -20,23 +20,28 @@ type toolSink struct {
 
 // CallStarted appends tool/call and makes it durable before the body runs,
 // so crash repair can tell a started call (outcome unknown) from one that
-// never started.
-func (s *toolSink) CallStarted(call *tools.Call) (int64, error) {
+// never started. ctx is the step's: once it is cancelled no body runs, so
+// the wait is cut short and the turn's final flush makes the call durable.
+func (s *toolSink) CallStarted(ctx context.Context, call *tools.Call) (int64, error) {
 	ev, err := s.a.log.Append(session.TypeToolCall, session.ToolCall{
 		Turn: s.turn, Step: s.step, CallID: call.ID, Name: call.Name, Arguments: call.RawArguments,
 	})
 	if err != nil {
 		return 0, err
 	}
-	if err := s.a.m.store.Flush(context.Background(), s.a.id); err != nil {
+	if err := s.a.m.store.Flush(ctx, s.a.id); err != nil {
+		if ctx.Err() != nil {
+			return ev.Seq, nil
+		}
 		return 0, fmt.Errorf("flush before tool body: %w", err)
 	}
 	return ev.Seq, nil
 }
 
 // Commit appends tool/result citing its call, then queues the result's
-// additional contexts for the next step.
-func (s *toolSink) Commit(call *tools.Call, callSeq int64, r tools.Result) error {
+// additional contexts for the next step. It only appends (the turn's final
+// flush makes it durable), so it has nothing to wait for with ctx.
+func (s *toolSink) Commit(_ context.Context, call *tools.Call, callSeq int64, r tools.Result) error {
 	content := r.Content
 	if content == nil {
 		content = []llm.ContentBlock{}
@@ -78,7 +83,9 @@ func (e *toolEnv) Command(ctx context.Context, p tools.Process) (*exec.Cmd, erro
 
 func (e *toolEnv) PermissionMode() session.PermissionMode { return e.a.log.State().Mode }
 
-func (e *toolEnv) Emit(t session.Type, data any) error {
+// Emit only appends (the log's sink enqueues without blocking), so it has
+// nothing to wait for with ctx.
+func (e *toolEnv) Emit(_ context.Context, t session.Type, data any) error {
 	_, err := e.a.log.Append(t, data)
 	return err
 }

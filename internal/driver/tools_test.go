@@ -15,6 +15,7 @@ import (
 	"harness/internal/llm/fake"
 	"harness/internal/session"
 	"harness/internal/tools"
+	"harness/internal/tools/builtin"
 )
 
 // lastToolMessage returns the tool message of the model's last request.
@@ -66,7 +67,7 @@ func TestWorkspaceEscapesRefused(t *testing.T) {
 			h.idle()
 			res := find[session.ToolResult](h, session.TypeToolResult)[0]
 			text := res.Message.Content[0].Content[0].Text
-			if !res.Message.Content[0].IsError || res.Error == nil || res.Error.Code != tools.CodePathOutsideWorkspace || strings.Contains(text, "top secret") {
+			if !res.Message.Content[0].IsError || res.Error == nil || res.Error.Code != builtin.CodePathOutsideWorkspace || strings.Contains(text, "top secret") {
 				t.Fatalf("result %+v %q", res.Error, text)
 			}
 			if fileExists(outside, "evil.txt") || fileExists(filepath.Dir(h.dir), "evil.txt") {

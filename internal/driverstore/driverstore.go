@@ -1,5 +1,7 @@
 // Package driverstore adapts the GORM store to what the driver needs
-// (driver.Store), so neither package depends on the other.
+// (driver.Store) and turns a stored row into the driver's metadata for the
+// service (service.AgentMeta): the driver never imports models, and the
+// service never imports this adapter (app passes it).
 package driverstore
 
 import (
@@ -31,6 +33,9 @@ func (d Store) SessionMeta(ctx context.Context, id string) (driver.Meta, error) 
 	return MetaOf(row), nil
 }
 
+// MetaOf converts a session row into driver metadata (service.AgentMeta).
+func (Store) MetaOf(row *models.Session) driver.Meta { return MetaOf(row) }
+
 // MetaOf converts a session row into driver metadata.
 func MetaOf(row *models.Session) driver.Meta {
 	return driver.Meta{
@@ -55,14 +60,14 @@ func (d Store) LoadLog(ctx context.Context, id string, clock func() int64) (*ses
 }
 
 // Enqueue hands an appended event to the batched writer.
-func (d Store) Enqueue(id string, ev session.Event) { d.S.W.Enqueue(id, ev) }
+func (d Store) Enqueue(id string, ev session.Event) { d.S.Enqueue(id, ev) }
 
 // Flush waits until id's appended events are durable.
-func (d Store) Flush(ctx context.Context, id string) error { return d.S.W.Flush(ctx, id) }
+func (d Store) Flush(ctx context.Context, id string) error { return d.S.Flush(ctx, id) }
 
 // SetPendingInbox records the queue length of a session.
 func (d Store) SetPendingInbox(ctx context.Context, id string, n int) error {
-	err := d.S.UpdateSession(ctx, id, map[string]any{"pending_inbox": n})
+	err := d.S.UpdateSession(ctx, id, models.SessionUpdate{PendingInbox: &n})
 	if errors.Is(err, models.ErrNotFound) {
 		return nil // deleted meanwhile
 	}

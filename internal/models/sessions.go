@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -12,12 +11,48 @@ import (
 	"gorm.io/gorm"
 )
 
-// updatableSessionFields are the columns UpdateSession accepts. head is the
-// writer's; id, owner_id and created_at never change.
-var updatableSessionFields = map[string]bool{
-	"title": true, "workspace": true, "provider": true, "model": true, "mode": true,
-	"archived": true, "pending_inbox": true, "parent_id": true, "fork_seq": true,
-	"seed_length": true, "updated_at": true,
+// SessionUpdate is a change to a session row: a nil field is left as it
+// is. Only what callers change after creation is here; head and todo_seq
+// are the writer's, id, owner_id and created_at never change, and the
+// workspace columns have their own setters (they do not touch updated_at).
+type SessionUpdate struct {
+	Title    *string
+	Archived *bool
+	Mode     *string // permission mode
+	Provider *string
+	Model    *string
+	// PendingInbox is the count of queue items not yet claimed.
+	PendingInbox *int
+	// UpdatedAt sets updated_at; nil bumps it to now.
+	UpdatedAt *time.Time
+}
+
+// columns are the update's columns for GORM: a map, so that zero values
+// (false, 0, "") are written too.
+func (u SessionUpdate) columns() map[string]any {
+	cols := map[string]any{}
+	if u.Title != nil {
+		cols["title"] = *u.Title
+	}
+	if u.Archived != nil {
+		cols["archived"] = *u.Archived
+	}
+	if u.Mode != nil {
+		cols["mode"] = *u.Mode
+	}
+	if u.Provider != nil {
+		cols["provider"] = *u.Provider
+	}
+	if u.Model != nil {
+		cols["model"] = *u.Model
+	}
+	if u.PendingInbox != nil {
+		cols["pending_inbox"] = *u.PendingInbox
+	}
+	if u.UpdatedAt != nil {
+		cols["updated_at"] = u.UpdatedAt.UTC().Truncate(time.Microsecond)
+	}
+	return cols
 }
 
 // CreateSession inserts a session row with an empty log (head -1). An empty
@@ -63,22 +98,14 @@ func (s *Store) GetSession(ctx context.Context, id string) (*Session, error) {
 	return &sess, nil
 }
 
-// UpdateSession sets the given columns (title, archived, mode, provider,
-// model, pending_inbox, workspace, parent_id, fork_seq, seed_length) and
-// bumps updated_at unless it is given.
-func (s *Store) UpdateSession(ctx context.Context, id string, fields map[string]any) error {
-	if len(fields) == 0 {
+// UpdateSession sets the fields of u that are not nil and bumps
+// updated_at unless u sets it. An empty update changes nothing.
+func (s *Store) UpdateSession(ctx context.Context, id string, u SessionUpdate) error {
+	set := u.columns()
+	if len(set) == 0 {
 		return nil
 	}
-	set := maps.Clone(fields)
-	for k := range set {
-		if !updatableSessionFields[k] {
-			return fmt.Errorf("update session %s: field %q cannot be updated", id, k)
-		}
-	}
-	if t, ok := set["updated_at"].(time.Time); ok {
-		set["updated_at"] = t.UTC().Truncate(time.Microsecond)
-	} else {
+	if _, ok := set["updated_at"]; !ok {
 		set["updated_at"] = now()
 	}
 	res := s.DB.W.WithContext(ctx).Model(&Session{}).Where("id = ?", id).Updates(set)

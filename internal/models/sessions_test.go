@@ -46,20 +46,16 @@ func TestSessionCRUD(t *testing.T) {
 		for _, tc := range []struct {
 			name    string
 			id      string
-			fields  map[string]any
+			update  SessionUpdate
 			wantErr error
 		}{
-			{"fields", sess.ID, map[string]any{"title": "renamed", "archived": true, "mode": "auto", "pending_inbox": 2}, nil},
-			{"unknown session", "missing", map[string]any{"title": "x"}, ErrNotFound},
+			{"fields", sess.ID, SessionUpdate{Title: new("renamed"), Archived: new(true), Mode: new("auto"), PendingInbox: new(2)}, nil},
+			{"nothing", "missing", SessionUpdate{}, nil},
+			{"unknown session", "missing", SessionUpdate{Title: new("x")}, ErrNotFound},
 		} {
-			err := s.UpdateSession(ctx, tc.id, tc.fields)
+			err := s.UpdateSession(ctx, tc.id, tc.update)
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("%s: update = %v, want %v", tc.name, err, tc.wantErr)
-			}
-		}
-		for _, field := range []string{"head", "owner_id", "id", "created_at", "nonsense"} {
-			if err := s.UpdateSession(ctx, sess.ID, map[string]any{field: 1}); err == nil {
-				t.Errorf("update of %s accepted", field)
 			}
 		}
 		got, _ = s.GetSession(ctx, sess.ID)
@@ -68,6 +64,72 @@ func TestSessionCRUD(t *testing.T) {
 		}
 		if !got.UpdatedAt.After(sess.UpdatedAt) {
 			t.Errorf("updated_at not bumped: %v -> %v", sess.UpdatedAt, got.UpdatedAt)
+		}
+	})
+}
+
+// TestUpdateSessionChangesOnlyWhatIsSet: each field of a SessionUpdate,
+// set alone (to its zero value too), changes that column and no other.
+func TestUpdateSessionChangesOnlyWhatIsSet(t *testing.T) {
+	t.Parallel()
+	forEachDB(t, func(t *testing.T, db *DB) {
+		s := newTestStore(t, db, WriterOptions{})
+		ctx := ctxTimeout(t, 10*time.Second)
+		at := time.Date(2021, 3, 4, 5, 6, 7, 891234000, time.UTC)
+		for _, tc := range []struct {
+			name   string
+			update SessionUpdate
+			want   func(*Session) // applies the change to the row as created
+			bumped bool           // updated_at moves to now
+		}{
+			{"title", SessionUpdate{Title: new("renamed")}, func(r *Session) { r.Title = "renamed" }, true},
+			{"empty title", SessionUpdate{Title: new("")}, func(r *Session) { r.Title = "" }, true},
+			{"archived", SessionUpdate{Archived: new(true)}, func(r *Session) { r.Archived = true }, true},
+			{"unarchived", SessionUpdate{Archived: new(false)}, func(r *Session) { r.Archived = false }, true},
+			{"mode", SessionUpdate{Mode: new("read-only")}, func(r *Session) { r.Mode = "read-only" }, true},
+			{"route", SessionUpdate{Provider: new("q"), Model: new("n")}, func(r *Session) { r.Provider, r.Model = "q", "n" }, true},
+			{"model alone", SessionUpdate{Model: new("")}, func(r *Session) { r.Model = "" }, true},
+			{"pending inbox", SessionUpdate{PendingInbox: new(3)}, func(r *Session) { r.PendingInbox = 3 }, true},
+			{"pending inbox zero", SessionUpdate{PendingInbox: new(0)}, func(r *Session) { r.PendingInbox = 0 }, true},
+			{"updated_at", SessionUpdate{UpdatedAt: new(at)}, func(r *Session) { r.UpdatedAt = at.Truncate(time.Microsecond) }, false},
+			{"title at a time", SessionUpdate{Title: new("t"), UpdatedAt: new(at)}, func(r *Session) {
+				r.Title, r.UpdatedAt = "t", at.Truncate(time.Microsecond)
+			}, false},
+			{"nothing", SessionUpdate{}, func(*Session) {}, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				// Every column starts away from the value the case sets.
+				created := mustCreate(t, s, &Session{OwnerID: "alice", Title: "first", Workspace: "/w", Provider: "p", Model: "m",
+					Mode: "ask", Archived: tc.name == "unarchived", PendingInbox: 1,
+					UpdatedAt: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)})
+				before, err := s.GetSession(ctx, created.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.UpdateSession(ctx, created.ID, tc.update); err != nil {
+					t.Fatal(err)
+				}
+				got, err := s.GetSession(ctx, created.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := *before
+				tc.want(&want)
+				if tc.bumped {
+					if !got.UpdatedAt.After(before.UpdatedAt) {
+						t.Errorf("updated_at = %v, want bumped from %v", got.UpdatedAt, before.UpdatedAt)
+					}
+					want.UpdatedAt = got.UpdatedAt
+				}
+				if !got.UpdatedAt.Equal(want.UpdatedAt) {
+					t.Errorf("updated_at = %v, want %v", got.UpdatedAt, want.UpdatedAt)
+				}
+				got.UpdatedAt, want.UpdatedAt = time.Time{}, time.Time{}
+				got.CreatedAt, want.CreatedAt = time.Time{}, time.Time{}
+				if *got != want {
+					t.Errorf("after %s:\n got  %+v\n want %+v", tc.name, *got, want)
+				}
+			})
 		}
 	})
 }
@@ -160,8 +222,8 @@ func TestListSessions(t *testing.T) {
 			mustCreate(t, s, &Session{ID: id, OwnerID: owner, Title: title, CreatedAt: base,
 				UpdatedAt: base.Add(time.Duration(minutes) * time.Minute)})
 			if archived {
-				if err := s.UpdateSession(ctx, id, map[string]any{"archived": true,
-					"updated_at": base.Add(time.Duration(minutes) * time.Minute)}); err != nil {
+				if err := s.UpdateSession(ctx, id, SessionUpdate{Archived: new(true),
+					UpdatedAt: new(base.Add(time.Duration(minutes) * time.Minute))}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -196,7 +258,7 @@ func TestListSessions(t *testing.T) {
 		// Writing events moved a1, a4, a5 to the top; restore the planned
 		// order so the expectations below read simply.
 		for id, m := range map[string]int{"a1": 1, "a4": 4, "a5": 4} {
-			if err := s.UpdateSession(ctx, id, map[string]any{"updated_at": base.Add(time.Duration(m) * time.Minute)}); err != nil {
+			if err := s.UpdateSession(ctx, id, SessionUpdate{UpdatedAt: new(base.Add(time.Duration(m) * time.Minute))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -293,11 +355,11 @@ func TestSessionsWithPendingInbox(t *testing.T) {
 			mustCreate(t, s, &Session{ID: id, OwnerID: "o"})
 		}
 		for id, n := range map[string]int{"p1": 1, "p3": 4} {
-			if err := s.UpdateSession(ctx, id, map[string]any{"pending_inbox": n}); err != nil {
+			if err := s.UpdateSession(ctx, id, SessionUpdate{PendingInbox: new(n)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := s.UpdateSession(ctx, "p1", map[string]any{"updated_at": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+		if err := s.UpdateSession(ctx, "p1", SessionUpdate{UpdatedAt: new(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))}); err != nil {
 			t.Fatal(err)
 		}
 		rows, err := s.SessionsWithPendingInbox(ctx)

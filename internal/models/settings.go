@@ -118,10 +118,19 @@ func (s *SettingsStore) SaveProvider(ctx context.Context, pc ProviderConfig, cle
 		}
 		pc.APIKey = sealed
 	}
-	err := s.db.W.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "name"}},
-		DoUpdates: clause.AssignmentColumns(cols),
-	}).Create(&pc).Error
+	// GORM writes the zero value of a field with a column default as the
+	// default (Enabled: true), so a disabled route is set after the upsert.
+	enabled := pc.Enabled
+	err := s.db.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "name"}},
+			DoUpdates: clause.AssignmentColumns(cols),
+		}).Create(&pc).Error
+		if err != nil || enabled {
+			return err
+		}
+		return tx.Model(&ProviderConfig{}).Where("name = ?", pc.Name).UpdateColumn("enabled", false).Error
+	})
 	if err != nil {
 		return fmt.Errorf("save provider %s: %w", pc.Name, err)
 	}

@@ -13,7 +13,7 @@ var (
 
 // Store is the persistence API over DB and the batched writer. Reads use
 // the reader pool; session metadata writes use the writer connection; event
-// appends go through W.
+// appends go through Enqueue and Flush (the batched writer W).
 type Store struct {
 	DB  *DB
 	W   *Writer

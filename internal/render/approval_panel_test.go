@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"harness/internal/auth"
+	"harness/internal/render"
 	"harness/internal/session"
-	"harness/internal/ws"
 )
 
 // approvalEvents logs a turn with two approvals: a write with a diff
@@ -31,16 +30,11 @@ func approvalEvents(t *testing.T) (*session.Log, []session.Event) {
 
 func TestApprovalPanelShowsPreview(t *testing.T) {
 	t.Parallel()
-	l, evs := approvalEvents(t)
-	r := newLiveRenderer(l)
-	rc := ws.RenderContext{Session: "fixture", Actor: ada, Role: auth.SessionRoleOwner}
+	_, evs := approvalEvents(t)
+	r := newLive(nil, 0, render.ProjectionOptions{})
 	p := newPage(t)
 	for _, ev := range evs[:2] {
-		h, err := r.Render(ev, rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.apply(t, h)
+		p.apply(t, live(t, r, ev, owner))
 	}
 	panel := inner(t, p.takeover)
 	for _, want := range []string{
@@ -65,11 +59,7 @@ func TestApprovalPanelShowsPreview(t *testing.T) {
 	}
 
 	// Decided for the session: the panel goes, the row says so.
-	h, err := r.Render(evs[2], rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.apply(t, h)
+	p.apply(t, live(t, r, evs[2], owner))
 	if got := inner(t, p.takeover); got != "" {
 		t.Errorf("the panel stayed: %s", got)
 	}
@@ -78,11 +68,7 @@ func TestApprovalPanelShowsPreview(t *testing.T) {
 	}
 
 	// A command preview shows the command and its description.
-	h, err = r.Render(evs[3], rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.apply(t, h)
+	p.apply(t, live(t, r, evs[3], owner))
 	panel = inner(t, p.takeover)
 	if !strings.Contains(panel, `<pre class="tk-detail">rm -rf build &amp;&amp; make</pre>`) || !strings.Contains(panel, `<div class="tk-desc muted">rebuild</div>`) ||
 		!strings.Contains(panel, ">Allow bash for this session</button>") {

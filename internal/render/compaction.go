@@ -59,34 +59,6 @@ func triggerOf(cs session.CompactionStart) CompactionTrigger {
 	return CompactionAutomatic
 }
 
-// maxTriggerScan bounds the look-back from a live compaction/summary to
-// its compaction/start (only injected context lands between them).
-const maxTriggerScan = 4096
-
-// compactionTrigger finds the trigger of a live compaction in the log.
-func (r *Renderer) compactionTrigger(sessionID string, from int64, id string) CompactionTrigger {
-	if r.logs == nil {
-		return ""
-	}
-	l, ok := r.logs(sessionID)
-	if !ok {
-		return ""
-	}
-	for seq := from - 1; seq >= 0 && seq >= from-maxTriggerScan; seq-- {
-		ev, ok := l.Event(seq)
-		if !ok {
-			return ""
-		}
-		if ev.Type != session.TypeCompactionStart {
-			continue
-		}
-		if cs, err := session.Decode[session.CompactionStart](ev); err == nil && cs.CompactionID == id {
-			return triggerOf(cs)
-		}
-	}
-	return ""
-}
-
 // compactionLabel is the marker's one-line description.
 func compactionLabel(v *CompactionItem) string {
 	return plural(v.Replaced, "item", "items") + ", ~" + tokens(v.Tokens) + " tokens summarized"

@@ -7,11 +7,9 @@ import (
 
 	"golang.org/x/net/html"
 
-	"harness/internal/auth"
 	"harness/internal/compact"
 	"harness/internal/render"
 	"harness/internal/session"
-	"harness/internal/ws"
 )
 
 // TestCompactionMarkers: each compaction shows one collapsed marker with
@@ -73,40 +71,34 @@ func TestCompactionMarkers(t *testing.T) {
 	}
 }
 
-// TestLiveCompactionMarker: the live marker names its trigger when the log
-// is at hand, and is the same element the fold renders.
+// TestLiveCompactionMarker: the live marker names its trigger when the
+// projection saw the compaction start, and is the same element the fold
+// renders.
 func TestLiveCompactionMarker(t *testing.T) {
 	t.Parallel()
 	evs := loadFixture(t, "compaction")
 	md := render.NewMarkdown()
-	withLog := newLiveRenderer(fixtureLog(t, evs))
-	without := newLiveRenderer(nil)
-	rc := ws.RenderContext{Session: "fixture", Actor: ada, Role: auth.SessionRoleOwner}
+	l := fixtureLog(t, evs)
 	n := 0
 	for i, ev := range evs {
 		if ev.Type != session.TypeCompactionSum {
 			continue
 		}
 		n++
-		live, err := withLog.Render(ev, rc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// Primed from the log up to the summary: the start is in reach.
+		got := live(t, newLive(l, ev.Seq, render.ProjectionOptions{}), ev, owner)
 		var folded *render.CompactionItem
 		for _, it := range md.Fold(evs[:i+1], render.FoldOptions{}).Items {
 			if c, ok := it.(*render.CompactionItem); ok {
 				folded = c
 			}
 		}
-		if want := `<template data-op="upsert">` + renderItems(t, []render.Item{folded}) + `</template>`; live != want {
-			t.Errorf("seq %d: live marker differs from the fold:\n%s", ev.Seq, firstDiffText(want, live))
+		if want := `<template data-op="upsert">` + renderItems(t, []render.Item{folded}) + `</template>`; got != want {
+			t.Errorf("seq %d: live marker differs from the fold:\n%s", ev.Seq, firstDiffText(want, got))
 		}
-		bare, err := without.Render(ev, rc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bare := live(t, newLive(nil, 0, render.ProjectionOptions{}), ev, owner)
 		if !strings.Contains(bare, "Conversation compacted") || strings.Contains(bare, "compaction-manual") || strings.Contains(bare, "compaction-automatic") {
-			t.Errorf("seq %d: without the log the marker should have no trigger: %s", ev.Seq, bare)
+			t.Errorf("seq %d: without the compaction start the marker should have no trigger: %s", ev.Seq, bare)
 		}
 	}
 	if n != 2 {
@@ -154,21 +146,22 @@ func TestContextMeterGolden(t *testing.T) {
 
 // TestLiveMeterFollowsTheContext: with a context source, the events that
 // change the context carry the meter (upserted into the header), others
-// do not; over the fixture it rises turn by turn, drops at each
+// do not, and the source is asked once per such event whatever the number
+// of viewer classes; over the fixture it rises turn by turn, drops at each
 // compaction's checkpoint, and the transcript is unaffected.
 func TestLiveMeterFollowsTheContext(t *testing.T) {
 	t.Parallel()
 	evs := loadFixture(t, "compaction")
 	meter := compact.NewMeter()
 	var cur *session.Log
-	r := render.NewRenderer(render.NewMarkdown(), render.RendererOptions{
-		Logs: func(string) (*session.Log, bool) { return cur, cur != nil },
-		Context: func(id string) (render.ContextFigures, bool) {
+	calls := 0
+	r := newLive(nil, 0, render.ProjectionOptions{
+		Context: func() (render.ContextFigures, bool) {
+			calls++
 			m := meter.Measure(cur, 6_000)
-			return render.ContextFigures{Tokens: m.TotalTokens, Window: m.ContextWindow}, id == "fixture"
+			return render.ContextFigures{Tokens: m.TotalTokens, Window: m.ContextWindow}, true
 		},
 	})
-	rc := ws.RenderContext{Session: "fixture", Actor: ada, Role: auth.SessionRoleOwner}
 	p := newPage(t)
 	type reading struct {
 		ev   session.Event
@@ -177,9 +170,15 @@ func TestLiveMeterFollowsTheContext(t *testing.T) {
 	var readings []reading
 	for i, ev := range evs {
 		cur = fixtureLog(t, evs[:i+1])
-		h, err := r.Render(ev, rc)
-		if err != nil {
-			t.Fatal(err)
+		before := calls
+		h := live(t, r, ev, owner)
+		for _, c := range []class{reader, shareLink, owner} {
+			if again, err := r.Fragment(c.canAnswer, c.viewerID); err != nil || strings.Contains(again, `data-parent="chat-head"`) != strings.Contains(h, `data-parent="chat-head"`) {
+				t.Fatalf("seq %d: class %+v: meter differs (%v)", ev.Seq, c, err)
+			}
+		}
+		if calls-before > 1 {
+			t.Fatalf("seq %d: the context source was asked %d times", ev.Seq, calls-before)
 		}
 		p.apply(t, h)
 		has := strings.Contains(h, `data-parent="chat-head"`)

@@ -23,6 +23,7 @@ import (
 	"harness/internal/session"
 	"harness/internal/testkit"
 	"harness/internal/tools"
+	"harness/internal/tools/builtin"
 	"harness/internal/workspace"
 )
 
@@ -50,7 +51,7 @@ func newRecorder(t *testing.T, p llm.Provider) *recorder {
 		t.Fatal(err)
 	}
 	treg := tools.NewRegistry()
-	if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
+	if err := builtin.Register(treg, builtin.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: workspace.Plain{Sandbox: sandboxtest.Shared(t)}})

@@ -7,7 +7,7 @@ import (
 
 	"harness/internal/llm"
 	"harness/internal/session"
-	"harness/internal/tools"
+	"harness/internal/tools/builtin"
 )
 
 // Item is one row of a transcript. Every item has a DOM id derived from the
@@ -39,6 +39,9 @@ type UserItem struct {
 	// other than the viewer wrote it (shared sessions).
 	Author     string
 	ShowAuthor bool
+	// authorID is the sender's user id (a live fragment sets ShowAuthor
+	// per viewer).
+	authorID string
 }
 
 // ReasoningItem is a reasoning block (collapsed by default).
@@ -86,10 +89,10 @@ type ToolItem struct {
 	Result    string
 	ErrorCode string
 	// Presentation data from the result's meta, by tool.
-	Bash   *tools.BashMeta
-	Change *tools.FileChangeMeta
-	Read   *tools.ReadMeta
-	Search *tools.SearchMeta
+	Bash   *builtin.BashMeta
+	Change *builtin.FileChangeMeta
+	Read   *builtin.ReadMeta
+	Search *builtin.SearchMeta
 	Todos  []session.Todo
 	Asked  *AskMeta
 }

@@ -24,7 +24,7 @@ type Markdown struct {
 	policy *sanitizer
 }
 
-// NewMarkdown builds the renderer: GFM, chroma code blocks, no raw HTML,
+// NewMarkdown builds the converter: GFM, chroma code blocks, no raw HTML,
 // images as links, then the sanitiser.
 func NewMarkdown() *Markdown {
 	md := goldmark.New(

@@ -13,10 +13,6 @@ type ContextFigures struct {
 	Window int64
 }
 
-// ContextSource measures a loaded session's context for the live meter;
-// ok is false when it cannot (the session is not loaded).
-type ContextSource func(sessionID string) (ContextFigures, bool)
-
 // PressurePercent is where the meter turns to a warning: automatic
 // compaction starts at this share of the window (compact's default
 // threshold).

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"io"
 	"strconv"
 	"strings"
 
@@ -134,3 +135,11 @@ func (f *fragment) preview(target string, upto int64, html string) {
 }
 
 func (f *fragment) String() string { return f.sb.String() }
+
+// textComponent renders escaped text.
+func textComponent(s string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		_, err := io.WriteString(w, escapeText(s))
+		return err
+	})
+}

@@ -7,12 +7,11 @@ import (
 	"harness/internal/llm"
 	"harness/internal/render"
 	"harness/internal/session"
-	"harness/internal/ws"
 )
 
 // streamLog is a log with one text block streamed as deltas 50 ms apart
 // (plus an unrelated event in the middle, as a message queued meanwhile).
-func streamLog(t *testing.T, deltas []string) (*session.Log, []session.Event) {
+func streamLog(t testing.TB, deltas []string) (*session.Log, []session.Event) {
 	t.Helper()
 	now := int64(1_000_000)
 	l := session.New(session.Header{ID: "fixture"}, session.Options{Clock: func() int64 { return now }})
@@ -46,21 +45,19 @@ func TestPreviewBoundedAndDeterministic(t *testing.T) {
 	}
 	l, evs := streamLog(t, deltas)
 	md := render.NewMarkdown()
-	previews := func(order []session.Event) map[int64]string {
-		r := render.NewRenderer(md, render.RendererOptions{Logs: func(string) (*session.Log, bool) { return l, true }})
+	// previews follows the stream with a projection primed from the log
+	// up to from (a topic opened, or a page reloaded, mid-stream).
+	previews := func(from int) map[int64]string {
+		p := render.NewProjection(md, "fixture", l, int64(from), render.ProjectionOptions{})
 		out := map[int64]string{}
-		for _, ev := range order {
-			h, err := r.Render(ev, ws.RenderContext{Session: "fixture", Actor: ada})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(h, `data-op="preview"`) {
+		for _, ev := range evs[from:] {
+			if h := live(t, p, ev, owner); strings.Contains(h, `data-op="preview"`) {
 				out[ev.Seq] = h
 			}
 		}
 		return out
 	}
-	forward := previews(evs)
+	forward := previews(0)
 	// Every 50 ms for 44 deltas is 2.2 s of stream: a preview at most every
 	// 250 ms, so 8 of them.
 	if len(forward) != 8 {
@@ -86,31 +83,35 @@ func TestPreviewBoundedAndDeterministic(t *testing.T) {
 			t.Errorf("seq %d: preview %q is not the markdown of %q", ev.Seq, forward[ev.Seq], text.String())
 		}
 	}
-	// A second viewer that renders the events in another order (a laggard,
-	// a reconnect) gets the same previews at the same seqs.
-	rev := append([]session.Event(nil), evs...)
-	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-		rev[i], rev[j] = rev[j], rev[i]
-	}
-	backward := previews(rev)
-	if len(backward) != len(forward) {
-		t.Fatalf("reverse order: %d previews, want %d", len(backward), len(forward))
-	}
-	for s, h := range forward {
-		if backward[s] != h {
-			t.Errorf("seq %d: previews differ by order", s)
+	// A projection primed mid-stream (a reconnect, a topic opened late)
+	// gives the same previews at the same seqs from there on.
+	for _, from := range []int{3, len(evs) / 2, len(evs) - 3} {
+		later := previews(from)
+		for s, h := range forward {
+			if s < int64(from) {
+				continue
+			}
+			if later[s] != h {
+				t.Errorf("primed at %d: seq %d: previews differ", from, s)
+			}
+		}
+		for s := range later {
+			if _, ok := forward[s]; !ok {
+				t.Errorf("primed at %d: extra preview at %d", from, s)
+			}
 		}
 	}
 }
 
-func TestPreviewNeedsLog(t *testing.T) {
+// TestPreviewNeedsBlockStart: a projection that did not see the block's
+// start (nothing primed) shows the raw deltas only.
+func TestPreviewNeedsBlockStart(t *testing.T) {
 	t.Parallel()
 	_, evs := streamLog(t, []string{"a ", "b ", "c ", "d ", "e ", "f ", "g "})
-	r := render.NewRenderer(render.NewMarkdown(), render.RendererOptions{})
-	for _, ev := range evs {
-		h, err := r.Render(ev, ws.RenderContext{Session: "fixture"})
-		if err != nil || strings.Contains(h, "preview") {
-			t.Fatalf("seq %d: %q %v", ev.Seq, h, err)
+	p := newLive(nil, 0, render.ProjectionOptions{})
+	for _, ev := range evs[3:] {
+		if h := live(t, p, ev, owner); strings.Contains(h, "preview") {
+			t.Fatalf("seq %d: %q", ev.Seq, h)
 		}
 	}
 }

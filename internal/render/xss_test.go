@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -12,8 +13,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/render"
 	"harness/internal/session"
-	"harness/internal/tools"
-	"harness/internal/ws"
+	"harness/internal/tools/builtin"
 )
 
 var xssPayloads = []string{
@@ -124,8 +124,8 @@ func hostileLog(t *testing.T, p string) []session.Event {
 		}
 	}
 	args, _ := json.Marshal(map[string]string{"command": p, "file_path": p})
-	meta, _ := json.Marshal(tools.BashMeta{DurationMs: 3})
-	change, _ := json.Marshal(tools.FileChangeMeta{Path: p, Diff: "--- a/" + p + "\n+++ b/x\n@@ -1 +1 @@\n-" + p + "\n+" + p + "\n", Added: 1, Removed: 1})
+	meta, _ := json.Marshal(builtin.BashMeta{DurationMs: 3})
+	change, _ := json.Marshal(builtin.FileChangeMeta{Path: p, Diff: "--- a/" + p + "\n+++ b/x\n@@ -1 +1 @@\n-" + p + "\n+" + p + "\n", Added: 1, Removed: 1})
 	model := llm.Source{Kind: llm.SourceModel, Provider: "p", Model: "m"}
 	add(session.TypeSessionTitle, session.SessionTitle{Title: p, Source: session.TitleUser})
 	add(session.TypeTurnStart, session.TurnStart{Turn: 1})
@@ -179,10 +179,6 @@ func TestNothingExecutableSurvives(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
 			evs := hostileLog(t, p)
-			l, err := session.Load(session.Header{ID: "fixture"}, evs, session.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var pages []string
 			tr := md.Fold(evs, render.FoldOptions{})
 			pages = append(pages, renderItems(t, tr.Items))
@@ -193,19 +189,24 @@ func TestNothingExecutableSurvives(t *testing.T) {
 			pages = append(pages, dock.String())
 			// A mid-stream page (streaming blocks rendered from deltas).
 			pages = append(pages, renderItems(t, md.Fold(evs[:10], render.FoldOptions{}).Items))
-			r := render.NewRenderer(md, render.RendererOptions{
-				Logs: func(string) (*session.Log, bool) { return l, true },
-				Context: func(string) (render.ContextFigures, bool) {
+			r := render.NewProjection(md, "fixture", nil, 0, render.ProjectionOptions{
+				Context: func() (render.ContextFigures, bool) {
 					return render.ContextFigures{Tokens: 10, Window: 100}, true
 				},
-				PreviewInterval: 1,
+				PreviewInterval: time.Millisecond,
 			})
 			for _, ev := range evs {
-				h, err := r.Render(ev, ws.RenderContext{Session: "fixture", Actor: ada})
-				if err != nil {
-					t.Fatalf("seq %d: %v", ev.Seq, err)
+				for _, c := range []class{adaReader, shareLink} {
+					if c == adaReader {
+						pages = append(pages, live(t, r, ev, c))
+						continue
+					}
+					h, err := r.Fragment(c.canAnswer, c.viewerID)
+					if err != nil {
+						t.Fatalf("seq %d: %v", ev.Seq, err)
+					}
+					pages = append(pages, h)
 				}
-				pages = append(pages, h)
 			}
 			pages = append(pages, md.Render(p), md.Render("# t\n\n"+p+"\n\n- "+p+"\n\n> "+p+"\n\n| "+p+" |\n|---|\n| x |"))
 			for _, h := range pages {

@@ -12,7 +12,9 @@ import (
 	"harness/internal/session"
 )
 
-// Code is a stable error code; clients switch on it.
+// Code is a stable error code; clients switch on it. It is the one error
+// vocabulary from the service to the HTTP edge: REST answers, pages and
+// WebSocket replies all carry these codes.
 type Code string
 
 // Error codes.
@@ -36,7 +38,12 @@ const (
 	// CodeWorkspaceNotReady: the session's workspace is still being
 	// prepared (a clone); input waits until it is ready.
 	CodeWorkspaceNotReady Code = "workspace_not_ready"
-	CodeInternal          Code = "internal"
+	// CodeRateLimited: too many attempts (logins); try again later.
+	CodeRateLimited Code = "rate_limited"
+	// CodeCSRF: a form post or API call from a browser without its CSRF
+	// token (or with a wrong one).
+	CodeCSRF     Code = "csrf"
+	CodeInternal Code = "internal"
 )
 
 // HTTPStatus is the status a REST response carries for the code.
@@ -46,7 +53,7 @@ func (c Code) HTTPStatus() int {
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case CodeForbidden, CodeCSRF:
 		return http.StatusForbidden
 	case CodeNotFound, CodeItemNotFound:
 		return http.StatusNotFound
@@ -54,6 +61,8 @@ func (c Code) HTTPStatus() int {
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
 	case CodeCompactionFailed:
@@ -85,13 +94,21 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// NewError builds an *Error with a message that is not a format (it may
+// hold a percent sign).
+func NewError(code Code, msg string) *Error {
+	return &Error{Code: code, Message: msg}
+}
+
 func wrap(code Code, msg string, err error) *Error {
 	return &Error{Code: code, Message: msg, Err: err}
 }
 
 // AsError classifies any error into an *Error: an *Error in the chain is
 // returned as is; the known errors of auth, models, driver and session map
-// to their codes; anything else is internal, with a generic message.
+// to their codes; anything else is internal, with a generic message. The
+// HTTP edge runs every error a handler returns through it, so a handler
+// never needs to wrap a service error itself.
 func AsError(err error) *Error {
 	if err == nil {
 		return nil
@@ -101,15 +118,20 @@ func AsError(err error) *Error {
 		return e
 	}
 	var in *auth.InputError
+	var rl *auth.RateLimitError
 	switch {
+	case errors.As(err, &rl):
+		return wrap(CodeRateLimited, "too many attempts", err)
 	case errors.As(err, &in):
 		return wrap(CodeBadRequest, in.Reason, err)
-	case errors.Is(err, auth.ErrUnauthenticated):
+	case errors.Is(err, auth.ErrUnauthenticated), errors.Is(err, auth.ErrInvalidCredentials):
 		return wrap(CodeUnauthorized, "authentication required", err)
 	case errors.Is(err, auth.ErrForbidden):
 		return wrap(CodeForbidden, "not allowed", err)
 	case errors.Is(err, auth.ErrNotFound), errors.Is(err, models.ErrNotFound):
 		return wrap(CodeNotFound, "not found", err)
+	case errors.Is(err, auth.ErrLastAdmin):
+		return wrap(CodeConflict, "that would leave no enabled admin", err)
 	case errors.Is(err, auth.ErrExists), errors.Is(err, models.ErrExists):
 		return wrap(CodeConflict, "already exists", err)
 	case errors.Is(err, driver.ErrItemNotFound):

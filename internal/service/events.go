@@ -104,10 +104,10 @@ const exportPage = 1000
 // page by page, so memory stays flat for long logs. Nothing is written when
 // authorization fails.
 func (s *Service) Export(ctx context.Context, a *auth.Actor, id string, w io.Writer) error {
-	if _, err := s.Authorize(ctx, a, id, auth.ActionRead); err != nil {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionExport); err != nil {
 		return err
 	}
-	if err := s.store.W.Flush(ctx, id); err != nil {
+	if err := s.store.Flush(ctx, id); err != nil {
 		return s.fail(ctx, "export: flush", err)
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)

@@ -186,7 +186,13 @@ func (s *Service) ClearQueue(ctx context.Context, a *auth.Actor, id string) erro
 // writable authorizes a write and returns the loaded agent, pinned until
 // release is called (see agent).
 func (s *Service) writable(ctx context.Context, a *auth.Actor, id string) (*driver.Agent, func(), error) {
-	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
+	return s.agentFor(ctx, a, id, auth.ActionWrite)
+}
+
+// agentFor authorizes act and returns the loaded agent, pinned until
+// release is called.
+func (s *Service) agentFor(ctx context.Context, a *auth.Actor, id string, act auth.Action) (*driver.Agent, func(), error) {
+	if _, err := s.Authorize(ctx, a, id, act); err != nil {
 		return nil, nil, err
 	}
 	return s.agent(ctx, id)
@@ -204,7 +210,7 @@ func (s *Service) Approve(ctx context.Context, a *auth.Actor, id, approval strin
 	if !ok {
 		return Errorf(CodeBadRequest, "decision must be allow, allow-session or deny")
 	}
-	ag, release, err := s.writable(ctx, a, id)
+	ag, release, err := s.agentFor(ctx, a, id, auth.ActionAnswer)
 	if err != nil {
 		return err
 	}
@@ -243,7 +249,7 @@ func (s *Service) Answer(ctx context.Context, a *auth.Actor, id, question string
 	if len(answers) == 0 {
 		return Errorf(CodeBadAnswer, "answers are required")
 	}
-	ag, release, err := s.writable(ctx, a, id)
+	ag, release, err := s.agentFor(ctx, a, id, auth.ActionAnswer)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"harness/internal/auth"
+	"harness/internal/models"
 	"harness/internal/session"
 )
 
@@ -66,7 +67,7 @@ func (s *Service) setMode(ctx context.Context, a *auth.Actor, id string, mode se
 	if err := ag.SetMode(ctx, mode, by(a)); err != nil {
 		return s.fail(ctx, "set mode", err)
 	}
-	if err := s.store.UpdateSession(ctx, id, map[string]any{"mode": string(mode)}); err != nil {
+	if err := s.store.UpdateSession(ctx, id, models.SessionUpdate{Mode: new(string(mode))}); err != nil {
 		return s.fail(ctx, "set mode", err)
 	}
 	return nil
@@ -104,7 +105,7 @@ func (s *Service) setModel(ctx context.Context, a *auth.Actor, id, provider, mod
 	if err := ag.SetModel(ctx, rt.Provider, rt.Model, by(a)); err != nil {
 		return s.fail(ctx, "set model", err)
 	}
-	if err := s.store.UpdateSession(ctx, id, map[string]any{"provider": rt.Provider, "model": rt.Model}); err != nil {
+	if err := s.store.UpdateSession(ctx, id, models.SessionUpdate{Provider: &rt.Provider, Model: &rt.Model}); err != nil {
 		return s.fail(ctx, "set model", err)
 	}
 	return nil

@@ -28,6 +28,9 @@ type Deps struct {
 	// Settings stores the admin's workspace roots, clone hosts and route
 	// network choices; nil keeps none (tests).
 	Settings WorkspaceSettings
+	// Meta turns a stored session row into what the driver starts an agent
+	// from (app passes driverstore.Store); required.
+	Meta AgentMeta
 	// Compaction are the options compact.Install got; their Meter (shared
 	// with the automatic triggers and the renderer) measures the context
 	// figures, and manual compactions (Compact) run with them. Providers and
@@ -35,11 +38,20 @@ type Deps struct {
 	Compaction compact.Options
 }
 
+// AgentMeta is what the service needs of the adapter between the store
+// and the driver (driverstore.Store): the metadata an agent starts from,
+// out of the row the service just stored. The service does not import the
+// adapter, so the adapter is free to depend on both sides.
+type AgentMeta interface {
+	MetaOf(row *models.Session) driver.Meta
+}
+
 // Service is the application layer over sessions.
 type Service struct {
 	log       *slog.Logger
 	store     *models.Store
 	mgr       *driver.Manager
+	meta      AgentMeta
 	auth      *auth.Service
 	providers *llm.Registry
 	ws        *workspace.Manager
@@ -69,17 +81,16 @@ func New(d Deps) *Service {
 	if d.Settings == nil {
 		d.Settings = &memSettings{routes: map[string]bool{}}
 	}
+	if d.Meta == nil {
+		panic("service: New needs Deps.Meta (driverstore.Store)")
+	}
 	return &Service{
-		log: log, store: d.Store, mgr: d.Manager, auth: d.Auth,
+		log: log, store: d.Store, mgr: d.Manager, meta: d.Meta, auth: d.Auth,
 		providers: d.Manager.Providers(), ws: d.Workspaces, settings: d.Settings, jobs: newJobs(),
 		compact: copts, meters: newMeterCache(meterCacheSize),
 		changes: map[int]func(Change){},
 	}
 }
-
-// Manager is the agent manager the service drives (the WebSocket pins and
-// follows agents through it).
-func (s *Service) Manager() *driver.Manager { return s.mgr }
 
 // Authorize checks that a may do act on session id and returns a's role.
 // Errors are *Error (unauthorized, not_found, forbidden, internal).

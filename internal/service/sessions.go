@@ -11,7 +11,6 @@ import (
 
 	"harness/internal/auth"
 	"harness/internal/driver"
-	"harness/internal/driverstore"
 	"harness/internal/llm"
 	"harness/internal/models"
 	"harness/internal/session"
@@ -95,9 +94,9 @@ func (s *Service) newSession(ctx context.Context, row *models.Session, seed []se
 	}
 	var err error
 	if seed != nil {
-		_, err = s.mgr.CreateSeeded(ctx, driverstore.MetaOf(row), seed)
+		_, err = s.mgr.CreateSeeded(ctx, s.meta.MetaOf(row), seed)
 	} else {
-		_, err = s.mgr.Create(ctx, driverstore.MetaOf(row))
+		_, err = s.mgr.Create(ctx, s.meta.MetaOf(row))
 	}
 	if err != nil {
 		_ = s.mgr.Remove(context.WithoutCancel(ctx), row.ID)
@@ -169,15 +168,14 @@ func (s *Service) memberRoles(ctx context.Context, userID string, rows []models.
 	return roles, nil
 }
 
-// roleIn mirrors Authorize's precedence: owner, admin, membership.
+// roleIn is a's role on a listed row, by auth's precedence (the list
+// holds only rows a may read).
 func roleIn(a *auth.Actor, row *models.Session, members map[string]auth.SessionRole) auth.SessionRole {
-	switch {
-	case row.OwnerID == a.UserID:
-		return auth.SessionRoleOwner
-	case a.IsAdmin():
-		return auth.SessionRoleAdmin
+	acc := auth.Access{OwnerID: row.OwnerID, MemberRole: members[row.ID], UserFound: true}
+	if a.IsAdmin() {
+		acc.UserRole = auth.RoleAdmin
 	}
-	return members[row.ID]
+	return auth.RoleOf(acc, a.UserID)
 }
 
 func encodeCursor(c *models.Cursor) string {
@@ -207,18 +205,57 @@ func (s *Service) GetSession(ctx context.Context, a *auth.Actor, id string) (Ses
 	return s.get(ctx, id, role)
 }
 
+// SessionPage is what a chat page shows before its socket opens: the
+// newest page of the log and the session.
+type SessionPage struct {
+	Session
+	// Events are the newest page, cut on message boundaries; More says
+	// whether older events remain.
+	Events []session.Event
+	More   bool
+}
+
 // PageSession is GetSession for a page about to open the session's socket,
 // whose subscription brings the live state (status, queue, interactions,
 // allowed tools, the context meter): a session that is not loaded is not
 // loaded for it, unless it has queued messages to show. Its Queue,
 // Interactions and AllowedTools are then empty and Context holds only the
 // window.
-func (s *Service) PageSession(ctx context.Context, a *auth.Actor, id string) (Session, error) {
+//
+// It authorizes once, then reads the newest page of at most messages
+// messages (see models.Store.TailPage), then the live state: whatever the
+// page does not show (newer events, answered prompts) arrives over the
+// socket, which resumes after the page's last seq.
+func (s *Service) PageSession(ctx context.Context, a *auth.Actor, id string, messages int) (SessionPage, error) {
 	role, err := s.Authorize(ctx, a, id, auth.ActionRead)
 	if err != nil {
-		return Session{}, err
+		return SessionPage{}, err
 	}
-	return s.read(ctx, id, role, false)
+	evs, more, err := s.store.TailPage(ctx, id, -1, messages)
+	if err != nil {
+		return SessionPage{}, s.fail(ctx, "page", err)
+	}
+	sess, err := s.read(ctx, id, role, false)
+	if err != nil {
+		return SessionPage{}, err
+	}
+	return SessionPage{Session: sess, Events: evs, More: more}, nil
+}
+
+// HistoryPage returns the page of at most messages messages before seq
+// before (see models.Store.TailPage) and whether older events remain.
+func (s *Service) HistoryPage(ctx context.Context, a *auth.Actor, id string, before int64, messages int) ([]session.Event, bool, error) {
+	if before < 1 {
+		return nil, false, Errorf(CodeBadRequest, "before must be a seq > 0")
+	}
+	if _, err := s.Authorize(ctx, a, id, auth.ActionRead); err != nil {
+		return nil, false, err
+	}
+	evs, more, err := s.store.TailPage(ctx, id, before, messages)
+	if err != nil {
+		return nil, false, s.fail(ctx, "history", err)
+	}
+	return evs, more, nil
 }
 
 // Audience lists the user ids that may see the session besides admins: its
@@ -378,12 +415,12 @@ func (s *Service) UpdateSession(ctx context.Context, a *auth.Actor, id string, p
 		if err := ag.SetTitle(ctx, title, by(a)); err != nil {
 			return Session{}, s.fail(ctx, "rename", err)
 		}
-		if err := s.store.UpdateSession(ctx, id, map[string]any{"title": title}); err != nil {
+		if err := s.store.UpdateSession(ctx, id, models.SessionUpdate{Title: &title}); err != nil {
 			return Session{}, s.fail(ctx, "rename", err)
 		}
 	}
 	if p.Archived != nil {
-		if err := s.store.UpdateSession(ctx, id, map[string]any{"archived": *p.Archived}); err != nil {
+		if err := s.store.UpdateSession(ctx, id, models.SessionUpdate{Archived: p.Archived}); err != nil {
 			return Session{}, s.fail(ctx, "archive", err)
 		}
 	}
@@ -394,7 +431,7 @@ func (s *Service) UpdateSession(ctx context.Context, a *auth.Actor, id string, p
 // DeleteSession stops the session's agent for good and deletes its row,
 // log, members, share links and workspace directory.
 func (s *Service) DeleteSession(ctx context.Context, a *auth.Actor, id string) error {
-	if _, err := s.Authorize(ctx, a, id, auth.ActionManage); err != nil {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionDelete); err != nil {
 		return err
 	}
 	row, err := s.store.GetSession(ctx, id)
@@ -410,7 +447,7 @@ func (s *Service) DeleteSession(ctx context.Context, a *auth.Actor, id string) e
 	if err := s.mgr.Remove(ctx, id); err != nil {
 		return s.fail(ctx, "delete session: stop agent", err)
 	}
-	if err := s.store.W.Flush(ctx, id); err != nil {
+	if err := s.store.Flush(ctx, id); err != nil {
 		// The rows are deleted below either way; a failed flush only
 		// means queued events are dropped with them.
 		s.log.WarnContext(ctx, "flush before delete", "session", id, "err", err)

@@ -262,3 +262,43 @@ func TestDeleteSession(t *testing.T) {
 	}
 	wantCode(t, "delete again", e.svc.DeleteSession(ctx, e.alice, s.ID), service.CodeNotFound)
 }
+
+// TestPageReads: the reads a page makes in one call (one authorization):
+// the chat page's newest page and session, a history page, the sharing
+// page. Readers get them, others not_found, and only who may share gets
+// the sharing page.
+func TestPageReads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	s := e.shared(service.NewSession{})
+	e.run(e.alice, s.ID, "hello")
+	for _, tt := range []struct {
+		name          string
+		a             *auth.Actor
+		read, sharing service.Code
+	}{
+		{"owner", e.alice, "", ""},
+		{"admin", e.root, "", ""},
+		{"collaborator", e.carol, "", service.CodeForbidden},
+		{"viewer", e.dave, "", service.CodeForbidden},
+		{"other", e.bob, service.CodeNotFound, service.CodeNotFound},
+		{"anonymous", nil, service.CodeUnauthorized, service.CodeUnauthorized},
+	} {
+		page, err := e.svc.PageSession(ctx, tt.a, s.ID, 40)
+		wantCode(t, tt.name+" page", err, tt.read)
+		if err == nil && (len(page.Events) == 0 || page.More || page.ID != s.ID || page.Role == auth.SessionRoleNone) {
+			t.Errorf("%s page: %d events, more %v, session %q, role %q", tt.name, len(page.Events), page.More, page.ID, page.Role)
+		}
+		head := int64(len(page.Events))
+		_, _, err = e.svc.HistoryPage(ctx, tt.a, s.ID, max(head, 1), 40)
+		wantCode(t, tt.name+" history", err, tt.read)
+		sh, err := e.svc.Sharing(ctx, tt.a, s.ID)
+		wantCode(t, tt.name+" sharing", err, tt.sharing)
+		if err == nil && (sh.Row.ID != s.ID || len(sh.Members) != 2 || sh.Links == nil) {
+			t.Errorf("%s sharing: %+v", tt.name, sh)
+		}
+	}
+	_, _, err := e.svc.HistoryPage(ctx, e.alice, s.ID, 0, 40)
+	wantCode(t, "history before 0", err, service.CodeBadRequest)
+}

@@ -7,11 +7,43 @@ import (
 	"harness/internal/auth"
 )
 
+// Sharing is what a session's sharing page shows.
+type Sharing struct {
+	Row     SessionRow
+	Members []Member
+	Links   []ShareLink
+}
+
+// Sharing returns the session's row, members and share links, authorized
+// once (ActionShare).
+func (s *Service) Sharing(ctx context.Context, a *auth.Actor, id string) (Sharing, error) {
+	role, err := s.Authorize(ctx, a, id, auth.ActionShare)
+	if err != nil {
+		return Sharing{}, err
+	}
+	row, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return Sharing{}, s.fail(ctx, "get session", err)
+	}
+	out := Sharing{Row: s.rowOf(row, role)}
+	if out.Members, err = s.members(ctx, id); err != nil {
+		return Sharing{}, err
+	}
+	if out.Links, err = s.links(ctx, id); err != nil {
+		return Sharing{}, err
+	}
+	return out, nil
+}
+
 // Members lists the session's members (the owner is not one).
 func (s *Service) Members(ctx context.Context, a *auth.Actor, id string) ([]Member, error) {
-	if _, err := s.Authorize(ctx, a, id, auth.ActionManage); err != nil {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionShare); err != nil {
 		return nil, err
 	}
+	return s.members(ctx, id)
+}
+
+func (s *Service) members(ctx context.Context, id string) ([]Member, error) {
 	ms, err := s.auth.ListMembers(ctx, id)
 	if err != nil {
 		return nil, s.fail(ctx, "list members", err)
@@ -29,7 +61,7 @@ func (s *Service) AddMember(ctx context.Context, a *auth.Actor, id, name string,
 	if name == "" {
 		return Errorf(CodeBadRequest, "name is required")
 	}
-	if _, err := s.Authorize(ctx, a, id, auth.ActionManage); err != nil {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionShare); err != nil {
 		return err
 	}
 	if err := s.auth.AddMember(ctx, id, name, role); err != nil {
@@ -44,7 +76,7 @@ func (s *Service) RemoveMember(ctx context.Context, a *auth.Actor, id, name stri
 	if name == "" {
 		return Errorf(CodeBadRequest, "name is required")
 	}
-	if _, err := s.Authorize(ctx, a, id, auth.ActionManage); err != nil {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionShare); err != nil {
 		return err
 	}
 	u, err := s.auth.GetUser(ctx, name)
@@ -61,9 +93,13 @@ func (s *Service) RemoveMember(ctx context.Context, a *auth.Actor, id, name stri
 // ShareLinks lists the session's share links, revoked and expired ones
 // included (tokens are never shown again).
 func (s *Service) ShareLinks(ctx context.Context, a *auth.Actor, id string) ([]ShareLink, error) {
-	if _, err := s.Authorize(ctx, a, id, auth.ActionManage); err != nil {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionShare); err != nil {
 		return nil, err
 	}
+	return s.links(ctx, id)
+}
+
+func (s *Service) links(ctx context.Context, id string) ([]ShareLink, error) {
 	ls, err := s.auth.ListShareLinks(ctx, id)
 	if err != nil {
 		return nil, s.fail(ctx, "list share links", err)
@@ -78,7 +114,7 @@ func (s *Service) ShareLinks(ctx context.Context, a *auth.Actor, id string) ([]S
 // CreateShareLink makes a read-only live transcript link; expiresAt nil
 // means no expiry. The token is in the result only.
 func (s *Service) CreateShareLink(ctx context.Context, a *auth.Actor, id string, expiresAt *time.Time) (NewShareLink, error) {
-	if _, err := s.Authorize(ctx, a, id, auth.ActionManage); err != nil {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionShare); err != nil {
 		return NewShareLink{}, err
 	}
 	token, linkID, err := s.auth.CreateShareLink(ctx, id, a.UserID, expiresAt)
@@ -104,7 +140,7 @@ func (s *Service) RevokeShareLink(ctx context.Context, a *auth.Actor, id, linkID
 	if linkID == "" {
 		return Errorf(CodeBadRequest, "link id is required")
 	}
-	if _, err := s.Authorize(ctx, a, id, auth.ActionManage); err != nil {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionShare); err != nil {
 		return err
 	}
 	if err := s.auth.RevokeShareLink(ctx, id, linkID); err != nil {

@@ -95,11 +95,13 @@ func (s *Service) SandboxSettings(ctx context.Context, a *auth.Actor) (SandboxSe
 // userNamePattern is a login name (as auth accepts them).
 var userNamePattern = regexp.MustCompile(`^[a-z0-9._-]{1,64}$`)
 
-// AddWorkspaceRoot adds (or replaces) a root in Settings.
-func (s *Service) AddWorkspaceRoot(ctx context.Context, a *auth.Actor, r models.RootSetting) error {
+// AddWorkspaceRoot adds (or replaces) a root in Settings; its Source is
+// ignored (it becomes "settings").
+func (s *Service) AddWorkspaceRoot(ctx context.Context, a *auth.Actor, root workspace.Root) error {
 	if err := requireAdmin(a); err != nil {
 		return err
 	}
+	r := models.RootSetting{Path: root.Path, Users: slices.Clone(root.Users), Shared: root.Shared}
 	path, err := s.ws.CheckRoot(strings.TrimSpace(r.Path))
 	if err != nil {
 		return s.workspaceError(ctx, "add workspace root", err)

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"harness/internal/llm"
@@ -24,25 +23,6 @@ func BenchmarkRunParallelStep(b *testing.B) {
 		env.rec = &recorder{}
 		if _, err := p.Run(context.Background(), calls, 1, 1, env, newFakeSink(env.rec)); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkGrepGo measures the pure Go grep backend over 200 files of 200
-// lines each, through the full pipeline.
-func BenchmarkGrepGo(b *testing.B) {
-	h := newHarness(b, BuiltinOptions{Grep: GrepGo})
-	var content strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&content, "line %d: some ordinary text of a source file\n", i)
-	}
-	for i := range 200 {
-		h.write(fmt.Sprintf("pkg%d/file%d.go", i%10, i), content.String())
-	}
-	for b.Loop() {
-		h.env.rec = &recorder{}
-		if r := h.run(ToolGrep, map[string]any{"pattern": `line 1[0-9]7:`}); r.IsError {
-			b.Fatal(resultText(r))
 		}
 	}
 }

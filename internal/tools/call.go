@@ -18,7 +18,10 @@ type Env interface {
 	Workspace() string
 	PermissionMode() session.PermissionMode
 	// Emit appends a tool-owned, log-only event (tool/output, todo/write).
-	Emit(t session.Type, data any) error
+	// ctx bounds any waiting; a done ctx may make Emit fail without
+	// appending, so output that must be recorded is emitted with a ctx
+	// that outlives the call's cancellation (see liveOutput.close).
+	Emit(ctx context.Context, t session.Type, data any) error
 	// Approve blocks until the request is decided or ctx is done. preview
 	// (nil when there is none) is what the call would do, shown to the
 	// approver. Only allowed-once and allowed-session let the call run.
@@ -89,7 +92,8 @@ func (c *Call) ConcludeTurn() {
 
 // Output reports live progress ("stdout" or "stderr"). Text is batched and
 // emitted as tool/output events at most every output interval, with a final
-// flush when the body returns. Output after the body returned is dropped.
+// flush when the body returns, which is recorded also when the call was
+// cancelled. Output after the body returned is dropped.
 func (c *Call) Output(stream, text string) {
 	if c.out != nil {
 		c.out.write(stream, text)

@@ -36,7 +36,7 @@ const (
 type Definition struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"` // JSON Schema object, compiled at Register
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema object, compiled at Register (first use with RegisterLazy)
 	Access      Access          `json:"access"`
 	// Timeout is a cooperative deadline for the body; 0 means none.
 	Timeout time.Duration `json:"-"`
@@ -96,31 +96,19 @@ func ErrorResult(message string, code *session.ToolError) Result {
 	}
 }
 
-// Error names and codes produced by this package.
+// Error names and codes the pipeline produces. Tools define their own (the
+// built-in tools' are in package builtin).
 const (
 	NameToolNotFound = "ToolNotFoundError"
 	NameToolArgs     = "ToolArgsError"
 	NameAbort        = "AbortError"
 	NameToolTimeout  = "ToolTimeoutError"
 	NameToolPanic    = "ToolPanicError"
-	NameFs           = "FsError"
-	NameWorkspace    = "WorkspaceError"
-	NameQuestion     = "QuestionError"
 
-	CodeUnknownTool          = "UNKNOWN_TOOL"
-	CodeInvalidArgs          = "INVALID_ARGS"
-	CodeToolTimeout          = "TOOL_TIMEOUT"
-	CodeToolPanic            = "TOOL_PANIC"
-	CodePathOutsideWorkspace = "PATH_OUTSIDE_WORKSPACE"
-	CodeFsNotObserved        = "FS_NOT_OBSERVED"
-	CodeFsStaleVersion       = "FS_STALE_VERSION"
-	CodeFsNotFound           = "FS_NOT_FOUND"
-	CodeFsIsDirectory        = "FS_IS_DIRECTORY"
-	CodeFsBinary             = "FS_BINARY_FILE"
-	CodeEditNoMatch          = "EDIT_NO_MATCH"
-	CodeEditAmbiguous        = "EDIT_AMBIGUOUS"
-	CodeInvalidPattern       = "INVALID_PATTERN"
-	CodeQuestionCancelled    = "QUESTION_CANCELLED"
+	CodeUnknownTool = "UNKNOWN_TOOL"
+	CodeInvalidArgs = "INVALID_ARGS"
+	CodeToolTimeout = "TOOL_TIMEOUT"
+	CodeToolPanic   = "TOOL_PANIC"
 )
 
 // CodedError is a harness error with a stable name and code. Returned from a

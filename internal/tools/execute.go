@@ -189,11 +189,11 @@ func (p *Pipeline) runGuards(ctx context.Context, call *Call) (reason string, er
 // execute runs the Around chain and the body under the definition's
 // deadline. It never abandons the body: it returns only when the body does.
 func (p *Pipeline) execute(ctx context.Context, call *Call, e *entry) Result {
-	call.out = newLiveOutput(p.OutputInterval, p.MaxLiveOutput, func(stream, text string) {
+	call.out = newLiveOutput(ctx, p.OutputInterval, p.MaxLiveOutput, func(ctx context.Context, stream, text string) {
 		if call.Env == nil {
 			return
 		}
-		err := call.Env.Emit(session.TypeToolOutput, session.ToolOutput{
+		err := call.Env.Emit(ctx, session.TypeToolOutput, session.ToolOutput{
 			Turn: call.Turn, Step: call.Step, CallID: call.ID, Stream: stream, Text: text,
 		})
 		if err != nil {

@@ -26,6 +26,8 @@ type record struct {
 	Type   session.Type
 	Data   any
 	At     time.Time
+	// CtxErr is the error of the ctx the host was called with.
+	CtxErr error
 }
 
 // recorder is shared by the fake Env and Sink so their events interleave in
@@ -52,7 +54,7 @@ func (r *recorder) all() []record {
 	return append([]record(nil), r.recs...)
 }
 
-// kinds returns "kind:callID" for the given kinds, in order.
+// trace returns "kind:callID" for the given kinds, in order.
 func (r *recorder) trace(kinds ...string) []string {
 	want := map[string]bool{}
 	for _, k := range kinds {
@@ -95,6 +97,9 @@ type fakeEnv struct {
 	approve func(ctx context.Context, call *Call, reason string) session.ApprovalOutcome
 	ask     func(ctx context.Context, call *Call, qs []session.Question) ([]session.Answer, error)
 	emitErr error
+	// refuseDone makes Emit fail without recording when its ctx is done,
+	// as a host that honours ctx may.
+	refuseDone bool
 
 	mu       sync.Mutex
 	previews []*session.ApprovalPreview // what each Approve was shown
@@ -133,9 +138,12 @@ func (e *fakeEnv) Command(_ context.Context, p Process) (*exec.Cmd, error) {
 func (e *fakeEnv) Workspace() string                      { return e.ws }
 func (e *fakeEnv) PermissionMode() session.PermissionMode { return e.mode }
 
-func (e *fakeEnv) Emit(t session.Type, data any) error {
+func (e *fakeEnv) Emit(ctx context.Context, t session.Type, data any) error {
 	if e.emitErr != nil {
 		return e.emitErr
+	}
+	if e.refuseDone && ctx.Err() != nil {
+		return ctx.Err()
 	}
 	id := ""
 	if o, ok := data.(session.ToolOutput); ok {
@@ -177,12 +185,12 @@ type fakeSink struct {
 
 func newFakeSink(rec *recorder) *fakeSink { return &fakeSink{rec: rec, seqs: map[string]int64{}} }
 
-func (s *fakeSink) CallStarted(call *Call) (int64, error) {
+func (s *fakeSink) CallStarted(ctx context.Context, call *Call) (int64, error) {
 	if call.ID == s.failStartAt {
 		s.rec.add(record{Kind: "fail", CallID: call.ID})
 		return 0, errors.New("disk full")
 	}
-	seq := s.rec.add(record{Kind: "call", CallID: call.ID})
+	seq := s.rec.add(record{Kind: "call", CallID: call.ID, CtxErr: ctx.Err()})
 	s.mu.Lock()
 	s.seqs[call.ID] = seq
 	s.mu.Unlock()
@@ -192,7 +200,7 @@ func (s *fakeSink) CallStarted(call *Call) (int64, error) {
 	return seq, nil
 }
 
-func (s *fakeSink) Commit(call *Call, callSeq int64, r Result) error {
+func (s *fakeSink) Commit(ctx context.Context, call *Call, callSeq int64, r Result) error {
 	s.mu.Lock()
 	want := s.seqs[call.ID]
 	s.mu.Unlock()
@@ -203,7 +211,7 @@ func (s *fakeSink) Commit(call *Call, callSeq int64, r Result) error {
 		s.rec.add(record{Kind: "fail", CallID: call.ID})
 		return errors.New("disk full")
 	}
-	s.rec.add(record{Kind: "commit", CallID: call.ID, Result: r})
+	s.rec.add(record{Kind: "commit", CallID: call.ID, Result: r, CtxErr: ctx.Err()})
 	if s.onCommit != nil {
 		s.onCommit(call, r)
 	}

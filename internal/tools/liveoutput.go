@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -24,7 +25,10 @@ type outputSegment struct {
 // liveOutput batches a call's progress text. Emission order equals write
 // order: takes and emits happen under flushMu.
 type liveOutput struct {
-	emit     func(stream, text string)
+	// ctx is the call's: progress flushes stop when it is done, and the
+	// final flush (close) outlives it.
+	ctx      context.Context
+	emit     func(ctx context.Context, stream, text string)
 	interval time.Duration
 	max      int
 
@@ -39,14 +43,14 @@ type liveOutput struct {
 	capped  bool
 }
 
-func newLiveOutput(interval time.Duration, max int, emit func(stream, text string)) *liveOutput {
+func newLiveOutput(ctx context.Context, interval time.Duration, max int, emit func(ctx context.Context, stream, text string)) *liveOutput {
 	if interval <= 0 {
 		interval = DefaultOutputInterval
 	}
 	if max <= 0 {
 		max = DefaultMaxLiveOutput
 	}
-	return &liveOutput{emit: emit, interval: interval, max: max}
+	return &liveOutput{ctx: ctx, emit: emit, interval: interval, max: max}
 }
 
 func (l *liveOutput) write(stream, text string) {
@@ -75,7 +79,7 @@ func (l *liveOutput) write(stream, text string) {
 	}
 	l.mu.Unlock()
 	if due {
-		l.flush()
+		l.flush(l.ctx)
 	}
 }
 
@@ -95,18 +99,23 @@ func (l *liveOutput) timerFlush() {
 	}
 	l.last = now
 	l.mu.Unlock()
-	l.flush()
+	l.flush(l.ctx)
 }
 
-func (l *liveOutput) flush() {
+// flush emits what is buffered with ctx. Once ctx is done it leaves the
+// text to close: emitting it with a done ctx could lose it.
+func (l *liveOutput) flush(ctx context.Context) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
 	l.mu.Lock()
 	segs := l.segs
 	l.segs = nil
 	l.mu.Unlock()
 	for _, s := range segs {
-		l.emit(s.stream, s.text)
+		l.emit(ctx, s.stream, s.text)
 	}
 }
 
@@ -116,7 +125,9 @@ func (l *liveOutput) close() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	l.flush()
+	// Without the cancel: what a cancelled body printed before it stopped
+	// is part of the record, as the turn's final log writes are.
+	l.flush(context.WithoutCancel(l.ctx))
 }
 
 // cutRunes returns the longest prefix of s of at most n bytes that does not

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -9,10 +10,10 @@ import (
 
 type emitted struct{ stream, text string }
 
-func collectEmits() (*[]emitted, func(stream, text string), *sync.Mutex) {
+func collectEmits() (*[]emitted, func(ctx context.Context, stream, text string), *sync.Mutex) {
 	var mu sync.Mutex
 	var out []emitted
-	return &out, func(stream, text string) {
+	return &out, func(_ context.Context, stream, text string) {
 		mu.Lock()
 		out = append(out, emitted{stream, text})
 		mu.Unlock()
@@ -24,7 +25,7 @@ func collectEmits() (*[]emitted, func(stream, text string), *sync.Mutex) {
 func TestLiveOutputThrottles(t *testing.T) {
 	t.Parallel()
 	out, emit, mu := collectEmits()
-	l := newLiveOutput(time.Hour, 0, emit)
+	l := newLiveOutput(t.Context(), time.Hour, 0, emit)
 	var want strings.Builder
 	for i := range 1000 {
 		stream := "stdout"
@@ -70,7 +71,7 @@ func TestLiveOutputThrottles(t *testing.T) {
 func TestLiveOutputTimerFlush(t *testing.T) {
 	t.Parallel()
 	done := make(chan emitted, 10)
-	l := newLiveOutput(10*time.Millisecond, 0, func(s, text string) { done <- emitted{s, text} })
+	l := newLiveOutput(t.Context(), 10*time.Millisecond, 0, func(_ context.Context, s, text string) { done <- emitted{s, text} })
 	l.write("stdout", "first")
 	l.write("stdout", "second")
 	if e := waitFor(t, done, "leading emit"); e.text != "first" {
@@ -86,7 +87,7 @@ func TestLiveOutputTimerFlush(t *testing.T) {
 func TestLiveOutputCap(t *testing.T) {
 	t.Parallel()
 	out, emit, _ := collectEmits()
-	l := newLiveOutput(time.Hour, 10, emit)
+	l := newLiveOutput(t.Context(), time.Hour, 10, emit)
 	l.write("stdout", "ééééééé") // 14 bytes
 	l.write("stdout", "more")
 	l.close()

@@ -17,7 +17,7 @@ var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 type entry struct {
 	def Definition
 	// schema is the compiled parameter schema: compiled by newEntry, or on
-	// first use for the built-in tools (see RegisterBuiltins).
+	// first use for a definition added with RegisterLazy.
 	schema func() (*jsonschema.Schema, error)
 }
 
@@ -90,6 +90,20 @@ func (r *Registry) add(e *entry) error {
 	}
 	r.defs[d.Name] = e
 	return nil
+}
+
+// RegisterLazy is Register that checks d now but compiles its parameter
+// schema on first use. Compiling the first schema of a process compiles the
+// JSON Schema drafts' meta-schemas (about 15 ms), which a server start
+// should not pay for tools it may not call for a while. Use it for static
+// schemas that a test compiles (a broken one then fails its calls with
+// INVALID_ARGS, never a panic).
+func (r *Registry) RegisterLazy(d Definition) error {
+	e, err := newLazyEntry(d)
+	if err != nil {
+		return err
+	}
+	return r.add(e)
 }
 
 // MustRegister is Register for wiring code with static definitions; it

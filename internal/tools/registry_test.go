@@ -218,24 +218,27 @@ func TestPermissionHookKeepsLaterDeny(t *testing.T) {
 	}
 }
 
-// TestBuiltinSchemasCompile: RegisterBuiltins compiles the built-in tools'
-// schemas on first use, so this test is where a broken one is caught.
-func TestBuiltinSchemasCompile(t *testing.T) {
+// A lazily registered tool (RegisterLazy, as the built-in tools are)
+// with a broken schema registers, and its calls fail with a clear
+// INVALID_ARGS result, not a panic. The built-in schemas are compiled by
+// the builtin package's TestSchemasCompile.
+func TestRegisterLazyBrokenSchema(t *testing.T) {
 	t.Parallel()
-	for _, d := range BuiltinDefinitions(BuiltinOptions{}) {
-		if _, err := compileSchema(d.Name, d.Parameters); err != nil {
-			t.Errorf("%s: %v", d.Name, err)
-		}
-	}
-	// A lazily registered tool with a broken schema fails its calls with
-	// a clear result, not a panic.
 	d := testTool("broken", false, okBody("x"))
 	d.Parameters = json.RawMessage(`{"type":"object","required":"x"}`)
-	e, err := newLazyEntry(d)
-	if err != nil {
+	r := NewRegistry()
+	if err := r.RegisterLazy(d); err != nil {
+		t.Fatalf("RegisterLazy compiled the schema: %v", err)
+	}
+	if err := NewRegistry().Register(d); err == nil || !strings.Contains(err.Error(), "compile") {
+		t.Fatalf("Register: %v", err)
+	}
+	p := &Pipeline{Scope: r.NewScope()}
+	env := newFakeEnv(t.TempDir())
+	if _, err := p.Run(t.Context(), []llm.ContentBlock{tc("c1", "broken", "{}")}, 1, 1, env, newFakeSink(env.rec)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.schema(); err == nil || !strings.Contains(err.Error(), "compile") {
-		t.Fatalf("schema error %v", err)
+	if r := env.rec.commits()["c1"]; errCode(r) != CodeInvalidArgs || !strings.Contains(resultText(r), "does not compile") {
+		t.Fatalf("result %+v", r)
 	}
 }

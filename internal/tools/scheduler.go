@@ -15,12 +15,21 @@ const DefaultMaxParallel = 10
 
 // Sink is what the scheduler uses to log a step's tool activity; the driver
 // implements it. Calls come from the scheduler goroutine only, in order.
+//
+// Both methods must append even when ctx is done: every started call gets
+// its tool/call and tool/result, also in a cancelled step. ctx bounds only
+// the waiting a method does (a flush).
 type Sink interface {
-	// CallStarted appends tool/call when a call starts and returns its seq.
-	CallStarted(call *Call) (seq int64, err error)
+	// CallStarted appends tool/call when a call starts, makes it durable
+	// before the body can run, and returns its seq. ctx is the step's:
+	// once it is done no body runs, so CallStarted may stop waiting for
+	// durability and return the seq without an error.
+	CallStarted(ctx context.Context, call *Call) (seq int64, err error)
 	// Commit appends tool/result (in model order) citing callSeq and routes
-	// the result's additional contexts to the next-step inbox.
-	Commit(call *Call, callSeq int64, r Result) error
+	// the result's additional contexts to the next-step inbox. The
+	// scheduler passes a ctx that is not cancelled with the step: the
+	// outcome of a cancelled call is part of the record.
+	Commit(ctx context.Context, call *Call, callSeq int64, r Result) error
 }
 
 // Pipeline runs one agent's tool calls. Hooks run in slice order (the first
@@ -111,11 +120,11 @@ func (p *Pipeline) Run(ctx context.Context, calls []llm.ContentBlock, turn, step
 	}
 	for i := next; i < len(r.slots); i++ {
 		s := r.slots[i]
-		seq, err := sink.CallStarted(s.call)
+		seq, err := sink.CallStarted(ctx, s.call)
 		if err != nil {
 			return r.outcome, fmt.Errorf("log aborted call %s: %w", s.call.ID, err)
 		}
-		if err := sink.Commit(s.call, seq, abortedBeforeDispatchResult()); err != nil {
+		if err := sink.Commit(r.commitCtx(), s.call, seq, abortedBeforeDispatchResult()); err != nil {
 			return r.outcome, fmt.Errorf("commit aborted call %s: %w", s.call.ID, err)
 		}
 	}
@@ -131,6 +140,11 @@ func (r *run) mode(c *Call) Mode {
 	}
 	return m
 }
+
+// commitCtx is the context of commits: the step's values without its
+// cancellation, because the results of a cancelled step (drained bodies,
+// aborted calls) must still be recorded.
+func (r *run) commitCtx() context.Context { return context.WithoutCancel(r.ctx) }
 
 func (r *run) canStart() bool { return r.err == nil && r.ctx.Err() == nil }
 
@@ -175,7 +189,7 @@ func (r *run) runGroup(start, end int) int {
 // body. It reports false when the sink failed (the call did not start).
 func (r *run) start(i int) bool {
 	s := r.slots[i]
-	seq, err := r.sink.CallStarted(s.call)
+	seq, err := r.sink.CallStarted(r.ctx, s.call)
 	if err != nil {
 		r.err = fmt.Errorf("log tool call %s: %w", s.call.ID, err)
 		return false
@@ -204,7 +218,7 @@ func (r *run) commitReady() {
 			return
 		}
 		res := r.p.finish(r.ctx, s.call, s.result, s.bodyRan)
-		if err := r.sink.Commit(s.call, s.seq, res); err != nil {
+		if err := r.sink.Commit(r.commitCtx(), s.call, s.seq, res); err != nil {
 			r.err = fmt.Errorf("commit tool result %s: %w", s.call.ID, err)
 			return
 		}

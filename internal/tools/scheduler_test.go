@@ -356,6 +356,17 @@ func TestCancelDrainsAndSynthesizes(t *testing.T) {
 			t.Errorf("%s = %+v", id, r)
 		}
 	}
+	// The sink sees the step's ctx where it may stop waiting (starting the
+	// aborted calls) and one that outlives the cancel where the outcome must
+	// be recorded (every commit).
+	for _, rec := range env.rec.all() {
+		switch {
+		case rec.Kind == "commit" && rec.CtxErr != nil:
+			t.Errorf("commit %s with a done ctx: %v", rec.CallID, rec.CtxErr)
+		case rec.Kind == "call" && (rec.CallID == "c3" || rec.CallID == "c4") && rec.CtxErr == nil:
+			t.Errorf("aborted call %s started without the step's cancelled ctx", rec.CallID)
+		}
+	}
 }
 
 // Case 35: cancelled before the step's tools run: no body, synthetic pairs.

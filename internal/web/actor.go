@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"harness/internal/auth"
+	"harness/internal/service"
 )
 
 // Echo context keys set by resolveActor.
@@ -67,7 +68,7 @@ func (s *Server) resolveActor(next echo.HandlerFunc) echo.HandlerFunc {
 			if tok, ok := bearerToken(r); ok {
 				a, err := s.auth.TokenActor(ctx, tok)
 				if err != nil {
-					return fromAuthError(err)
+					return err // service.AsError at the edge gives it its code
 				}
 				setActor(c, a, "")
 				return next(c)
@@ -80,7 +81,7 @@ func (s *Server) resolveActor(next echo.HandlerFunc) echo.HandlerFunc {
 				a, err := s.auth.ShareActor(ctx, tok)
 				if err != nil {
 					if errors.Is(err, auth.ErrNotFound) {
-						return apiError(http.StatusUnauthorized, CodeUnauthorized, "share link is not valid")
+						return service.NewError(service.CodeUnauthorized, "share link is not valid")
 					}
 					return err
 				}
@@ -135,7 +136,7 @@ func (s *Server) RequireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 			if wantsHTML(c) {
 				return s.errorPage(c, http.StatusForbidden, "Forbidden", "This page is for administrators.")
 			}
-			return apiError(http.StatusForbidden, CodeForbidden, "admin only")
+			return service.NewError(service.CodeForbidden, "admin only")
 		}
 		return next(c)
 	})
@@ -146,43 +147,13 @@ func (s *Server) unauthenticated(c echo.Context) error {
 	if wantsHTML(c) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
 	}
-	return apiError(http.StatusUnauthorized, CodeUnauthorized, "authentication required")
+	return service.NewError(service.CodeUnauthorized, "authentication required")
 }
 
 // wantsHTML: a browser page, not the API, the socket or a JSON client.
 func wantsHTML(c echo.Context) bool {
 	r := c.Request()
 	return !isAPIPath(r.URL.Path) && r.Header.Get("Accept") != "application/json"
-}
-
-// fromAuthError maps the auth package's errors to API errors; handlers
-// return it for any error from auth.Service. No-access and unknown
-// sessions are both 404 (see auth.Authorize).
-func fromAuthError(err error) error {
-	var rl *auth.RateLimitError
-	var in *auth.InputError
-	switch {
-	case errors.As(err, &rl):
-		return &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many attempts", Cause: err}
-	case errors.As(err, &in):
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: in.Reason, Cause: err}
-	case errors.Is(err, auth.ErrUnauthenticated), errors.Is(err, auth.ErrInvalidCredentials):
-		return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "authentication required", Cause: err}
-	case errors.Is(err, auth.ErrNotFound):
-		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "not found", Cause: err}
-	case errors.Is(err, auth.ErrForbidden):
-		return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: "not allowed", Cause: err}
-	case errors.Is(err, auth.ErrExists), errors.Is(err, auth.ErrLastAdmin):
-		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: conflictMessage(err), Cause: err}
-	}
-	return err
-}
-
-func conflictMessage(err error) string {
-	if errors.Is(err, auth.ErrLastAdmin) {
-		return "that would leave no enabled admin"
-	}
-	return "already exists"
 }
 
 // ClientAddr is the client's IP for rate limiting and logs: the TCP peer,

@@ -17,7 +17,7 @@ func (s *Server) apiCompact(c echo.Context) error {
 	}
 	res, err := s.svc.Compact(c.Request().Context(), ActorFrom(c), c.Param("id"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, res)
 }

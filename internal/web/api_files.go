@@ -16,7 +16,7 @@ import (
 func (s *Server) apiListFiles(c echo.Context) error {
 	l, err := s.svc.ListFiles(c.Request().Context(), ActorFrom(c), c.Param("id"), c.QueryParam("path"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, l)
 }
@@ -26,7 +26,7 @@ func (s *Server) apiListFiles(c echo.Context) error {
 func (s *Server) apiFileContent(c echo.Context) error {
 	fc, err := s.svc.ReadFile(c.Request().Context(), ActorFrom(c), c.Param("id"), c.QueryParam("path"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, fc)
 }
@@ -38,7 +38,7 @@ func (s *Server) apiFileContent(c echo.Context) error {
 func (s *Server) downloadFile(c echo.Context) error {
 	f, info, err := s.svc.OpenFile(c.Request().Context(), ActorFrom(c), c.Param("id"), c.QueryParam("path"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	defer f.Close()
 	h := c.Response().Header()

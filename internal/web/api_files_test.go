@@ -10,6 +10,7 @@ import (
 
 	"harness/internal/models"
 	"harness/internal/render"
+	"harness/internal/service"
 )
 
 // withWorkspace gives the scenario session a workspace holding files.
@@ -126,22 +127,22 @@ func TestFilesAPIResponses(t *testing.T) {
 	// Path errors, with codes.
 	for path, want := range map[string]struct {
 		status int
-		code   string
+		code   service.Code
 	}{
-		base + "?path=..":                             {400, CodeBadRequest},
-		base + "?path=%2Fetc":                         {400, CodeBadRequest},
-		base + "?path=README.md":                      {400, CodeBadRequest},
-		base + "?path=nope":                           {404, CodeNotFound},
-		base + "/content?path=..%2F..%2Fetc%2Fpasswd": {400, CodeBadRequest},
-		base + "/content?path=leak":                   {400, CodeBadRequest},
-		base + "/content?path=src":                    {400, CodeBadRequest},
-		base + "/content?path=nope.go":                {404, CodeNotFound},
-		base + "/download?path=leak":                  {400, CodeBadRequest},
-		base + "/download?path=":                      {400, CodeBadRequest},
-		base + "/download?path=nope":                  {404, CodeNotFound},
+		base + "?path=..":                             {400, service.CodeBadRequest},
+		base + "?path=%2Fetc":                         {400, service.CodeBadRequest},
+		base + "?path=README.md":                      {400, service.CodeBadRequest},
+		base + "?path=nope":                           {404, service.CodeNotFound},
+		base + "/content?path=..%2F..%2Fetc%2Fpasswd": {400, service.CodeBadRequest},
+		base + "/content?path=leak":                   {400, service.CodeBadRequest},
+		base + "/content?path=src":                    {400, service.CodeBadRequest},
+		base + "/content?path=nope.go":                {404, service.CodeNotFound},
+		base + "/download?path=leak":                  {400, service.CodeBadRequest},
+		base + "/download?path=":                      {400, service.CodeBadRequest},
+		base + "/download?path=nope":                  {404, service.CodeNotFound},
 	} {
 		var e struct {
-			Error APIError `json:"error"`
+			Error service.Error `json:"error"`
 		}
 		res := getJSON(t, env, path, &e)
 		if res.StatusCode != want.status || e.Error.Code != want.code || strings.Contains(e.Error.Message, outside) {

@@ -24,7 +24,7 @@ const maxImportUpload = importer.MaxBytes + 1<<20
 func (s *Server) apiImport(c echo.Context) error {
 	sess, err := s.svc.Import(c.Request().Context(), ActorFrom(c), c.Request().Body)
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusCreated, sess)
 }

@@ -28,7 +28,7 @@ func limitBody(n int64) echo.MiddlewareFunc {
 }
 
 func tooLarge(n int64) error {
-	return apiError(http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body is larger than %d KiB", n>>10))
+	return service.NewError(service.CodeTooLarge, fmt.Sprintf("request body is larger than %d KiB", n>>10))
 }
 
 // bindJSON decodes the JSON body into v. An empty body leaves v as is when
@@ -41,13 +41,13 @@ func bindJSON(c echo.Context, v any, optional bool) error {
 	switch {
 	case err == nil:
 		if dec.More() {
-			return apiError(http.StatusBadRequest, CodeBadRequest, "trailing data after the JSON body")
+			return service.NewError(service.CodeBadRequest, "trailing data after the JSON body")
 		}
 		return nil
 	case errors.Is(err, io.EOF) && optional:
 		return nil
 	case errors.Is(err, io.EOF):
-		return apiError(http.StatusBadRequest, CodeBadRequest, "a JSON body is required")
+		return service.NewError(service.CodeBadRequest, "a JSON body is required")
 	case errors.As(err, &mbe):
 		return tooLarge(mbe.Limit)
 	}
@@ -55,11 +55,11 @@ func bindJSON(c echo.Context, v any, optional bool) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return apiError(http.StatusBadRequest, CodeBadRequest, "invalid JSON at byte "+strconv.FormatInt(se.Offset, 10))
+		return service.NewError(service.CodeBadRequest, "invalid JSON at byte "+strconv.FormatInt(se.Offset, 10))
 	case errors.As(err, &te):
-		return apiError(http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("field %q must be %s", te.Field, te.Type))
+		return service.NewError(service.CodeBadRequest, fmt.Sprintf("field %q must be %s", te.Field, te.Type))
 	}
-	return apiError(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: "+err.Error())
+	return service.NewError(service.CodeBadRequest, "invalid JSON body: "+err.Error())
 }
 
 // writeJSON writes v without HTML escaping, so stored event bytes pass
@@ -74,15 +74,6 @@ func writeJSON(c echo.Context, status int, v any) error {
 	return enc.Encode(v)
 }
 
-// svcError maps a service error to the API error the client sees.
-func svcError(err error) error {
-	if err == nil {
-		return nil
-	}
-	e := service.AsError(err)
-	return &APIError{Status: e.Code.HTTPStatus(), Code: string(e.Code), Message: e.Message, Cause: err}
-}
-
 // queryInt64 reads an optional integer query parameter.
 func queryInt64(c echo.Context, name string, def int64) (int64, error) {
 	v := c.QueryParam(name)
@@ -91,7 +82,7 @@ func queryInt64(c echo.Context, name string, def int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, apiError(http.StatusBadRequest, CodeBadRequest, name+" must be an integer")
+		return 0, service.NewError(service.CodeBadRequest, name+" must be an integer")
 	}
 	return n, nil
 }

@@ -18,7 +18,7 @@ func (s *Server) apiSendMessage(c echo.Context) error {
 	}
 	id, err := s.svc.SendMessage(c.Request().Context(), ActorFrom(c), c.Param("id"), m)
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusAccepted, map[string]string{"id": id})
 }
@@ -32,7 +32,7 @@ func (s *Server) apiCancel(c echo.Context) error {
 		return err
 	}
 	if err := s.svc.Cancel(c.Request().Context(), ActorFrom(c), c.Param("id"), req.KeepInbox); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -47,7 +47,7 @@ func (s *Server) apiApprove(c echo.Context) error {
 		return err
 	}
 	if err := s.svc.Approve(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("aid"), req.Decision); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -56,7 +56,7 @@ func (s *Server) apiApprove(c echo.Context) error {
 // need approval again (a tool that is not allowed: 204, nothing changes).
 func (s *Server) apiRevokeTool(c echo.Context) error {
 	if err := s.svc.RevokeTool(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("tool")); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -70,7 +70,7 @@ func (s *Server) apiAnswer(c echo.Context) error {
 		return err
 	}
 	if err := s.svc.Answer(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("qid"), req.Answers); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -84,7 +84,7 @@ func (s *Server) apiEditQueueItem(c echo.Context) error {
 		return err
 	}
 	if err := s.svc.EditQueueItem(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("item"), req.Content); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -92,7 +92,7 @@ func (s *Server) apiEditQueueItem(c echo.Context) error {
 // DELETE /api/sessions/:id/queue/:item → 204.
 func (s *Server) apiRemoveQueueItem(c echo.Context) error {
 	if err := s.svc.RemoveQueueItem(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("item")); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -100,7 +100,7 @@ func (s *Server) apiRemoveQueueItem(c echo.Context) error {
 // POST /api/sessions/:id/queue/run → 204: the paused queue runs.
 func (s *Server) apiRunQueue(c echo.Context) error {
 	if err := s.svc.RunQueue(c.Request().Context(), ActorFrom(c), c.Param("id")); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -108,7 +108,7 @@ func (s *Server) apiRunQueue(c echo.Context) error {
 // DELETE /api/sessions/:id/queue → 204: every queued message is removed.
 func (s *Server) apiClearQueue(c echo.Context) error {
 	if err := s.svc.ClearQueue(c.Request().Context(), ActorFrom(c), c.Param("id")); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -116,7 +116,7 @@ func (s *Server) apiClearQueue(c echo.Context) error {
 // POST /api/sessions/:id/queue/:item/steer → 204.
 func (s *Server) apiSteerQueueItem(c echo.Context) error {
 	if err := s.svc.SteerQueueItem(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("item")); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -19,6 +19,7 @@ import (
 	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/service"
 	"harness/internal/tools"
+	"harness/internal/tools/builtin"
 	"harness/internal/workspace"
 	"harness/internal/ws"
 )
@@ -42,7 +43,7 @@ func withSessionAPI(t *testing.T) scenarioOptions {
 			t.Fatal(err)
 		}
 		treg := tools.NewRegistry()
-		if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
+		if err := builtin.Register(treg, builtin.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		wsm, err := workspace.New(workspace.Deps{Sandbox: sandboxtest.Shared(t), DataDir: t.TempDir()})
@@ -50,8 +51,8 @@ func withSessionAPI(t *testing.T) scenarioOptions {
 			t.Fatal(err)
 		}
 		mgr := driver.NewManager(d.Log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: wsm})
-		svc := service.New(service.Deps{Log: d.Log, Store: st, Manager: mgr, Auth: env.Auth, Workspaces: wsm})
-		hub := ws.New(ws.Deps{Log: d.Log, Service: svc})
+		svc := service.New(service.Deps{Log: d.Log, Store: st, Manager: mgr, Meta: driverstore.Store{S: st}, Auth: env.Auth, Workspaces: wsm})
+		hub := ws.New(ws.Deps{Log: d.Log, Service: svc, Manager: mgr})
 		d.Service, d.WS = svc, hub
 		t.Cleanup(func() {
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -18,7 +18,7 @@ func (s *Server) apiCreateSession(c echo.Context) error {
 	}
 	sess, err := s.svc.CreateSession(c.Request().Context(), ActorFrom(c), req)
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusCreated, sess)
 }
@@ -32,7 +32,7 @@ func (s *Server) apiListSessions(c echo.Context) error {
 		b := v == "true"
 		q.Archived = &b
 	default:
-		return apiError(http.StatusBadRequest, CodeBadRequest, "archived must be true, false or all")
+		return service.NewError(service.CodeBadRequest, "archived must be true, false or all")
 	}
 	limit, err := queryInt64(c, "limit", 0)
 	if err != nil {
@@ -41,7 +41,7 @@ func (s *Server) apiListSessions(c echo.Context) error {
 	q.Limit = int(limit)
 	list, err := s.svc.ListSessions(c.Request().Context(), ActorFrom(c), q)
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, list)
 }
@@ -50,7 +50,7 @@ func (s *Server) apiListSessions(c echo.Context) error {
 func (s *Server) apiGetSession(c echo.Context) error {
 	sess, err := s.svc.GetSession(c.Request().Context(), ActorFrom(c), c.Param("id"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, sess)
 }
@@ -63,7 +63,7 @@ func (s *Server) apiPatchSession(c echo.Context) error {
 	}
 	sess, err := s.svc.UpdateSession(c.Request().Context(), ActorFrom(c), c.Param("id"), p)
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, sess)
 }
@@ -71,7 +71,7 @@ func (s *Server) apiPatchSession(c echo.Context) error {
 // DELETE /api/sessions/:id → 204.
 func (s *Server) apiDeleteSession(c echo.Context) error {
 	if err := s.svc.DeleteSession(c.Request().Context(), ActorFrom(c), c.Param("id")); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -103,7 +103,7 @@ func (s *Server) apiEvents(c echo.Context) error {
 		panic(http.ErrAbortHandler)
 	}
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func (s *Server) apiExport(c echo.Context) error {
 			s.log.Error("export failed mid-stream", "session", id, "err", err)
 			panic(http.ErrAbortHandler)
 		}
-		return svcError(err)
+		return err
 	}
 	if !w.started {
 		w.start(c.Response())
@@ -159,7 +159,7 @@ func (s *Server) apiFork(c echo.Context) error {
 	}
 	sess, err := s.svc.Fork(c.Request().Context(), ActorFrom(c), c.Param("id"), req.AtSeq)
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/sessions/"+sess.ID)
 	return writeJSON(c, http.StatusCreated, sess)
@@ -169,7 +169,7 @@ func (s *Server) apiFork(c echo.Context) error {
 func (s *Server) apiProviders(c echo.Context) error {
 	p, err := s.svc.Providers(c.Request().Context(), ActorFrom(c))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, p)
 }

@@ -13,7 +13,7 @@ import (
 func (s *Server) apiMembers(c echo.Context) error {
 	ms, err := s.svc.Members(c.Request().Context(), ActorFrom(c), c.Param("id"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, ms)
 }
@@ -28,7 +28,7 @@ func (s *Server) apiAddMember(c echo.Context) error {
 		return err
 	}
 	if err := s.svc.AddMember(c.Request().Context(), ActorFrom(c), c.Param("id"), req.Name, req.Role); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -36,7 +36,7 @@ func (s *Server) apiAddMember(c echo.Context) error {
 // DELETE /api/sessions/:id/members/:name → 204.
 func (s *Server) apiRemoveMember(c echo.Context) error {
 	if err := s.svc.RemoveMember(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("name")); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -45,7 +45,7 @@ func (s *Server) apiRemoveMember(c echo.Context) error {
 func (s *Server) apiShareLinks(c echo.Context) error {
 	ls, err := s.svc.ShareLinks(c.Request().Context(), ActorFrom(c), c.Param("id"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, ls)
 }
@@ -60,7 +60,7 @@ func (s *Server) apiCreateShareLink(c echo.Context) error {
 	}
 	l, err := s.svc.CreateShareLink(c.Request().Context(), ActorFrom(c), c.Param("id"), req.ExpiresAt)
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusCreated, l)
 }
@@ -68,7 +68,7 @@ func (s *Server) apiCreateShareLink(c echo.Context) error {
 // DELETE /api/sessions/:id/shares/:link → 204.
 func (s *Server) apiRevokeShareLink(c echo.Context) error {
 	if err := s.svc.RevokeShareLink(c.Request().Context(), ActorFrom(c), c.Param("id"), c.Param("link")); err != nil {
-		return svcError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -11,7 +11,7 @@ import (
 func (s *Server) apiSandbox(c echo.Context) error {
 	v, err := s.svc.SandboxSettings(c.Request().Context(), ActorFrom(c))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, v)
 }
@@ -21,7 +21,7 @@ func (s *Server) apiSandbox(c echo.Context) error {
 func (s *Server) apiWorkspaceRoots(c echo.Context) error {
 	roots, err := s.svc.WorkspaceRoots(c.Request().Context(), ActorFrom(c))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, map[string]any{"roots": roots})
 }
@@ -31,7 +31,7 @@ func (s *Server) apiWorkspaceRoots(c echo.Context) error {
 func (s *Server) apiWorkspaceBrowse(c echo.Context) error {
 	dirs, err := s.svc.BrowseWorkspace(c.Request().Context(), ActorFrom(c), c.QueryParam("path"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	return writeJSON(c, http.StatusOK, map[string]any{"path": c.QueryParam("path"), "dirs": dirs})
 }

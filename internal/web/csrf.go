@@ -9,10 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"harness/internal/auth"
+	"harness/internal/service"
 )
-
-// CodeCSRF is the error code of a missing or wrong CSRF token.
-const CodeCSRF = "csrf"
 
 // preLoginCookie carries the double-submit token of the anonymous forms
 // (login, setup), which have no login session to hold a token.
@@ -22,7 +20,7 @@ const preLoginCookie = "harness_csrf"
 var csrfExempt = map[string]bool{"/login": true, "/setup/:token": true}
 
 func errCSRF() error {
-	return apiError(http.StatusForbidden, CodeCSRF, "missing or invalid CSRF token")
+	return service.NewError(service.CodeCSRF, "missing or invalid CSRF token")
 }
 
 // csrfGuard requires, on every state-changing request authenticated by the

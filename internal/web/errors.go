@@ -5,85 +5,67 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-)
 
-// APIError is what a client sees of a failure: a stable code and a safe
-// message. The cause is logged, never sent.
-type APIError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Cause   error  `json:"-"`
-}
-
-func (e *APIError) Error() string { return e.Code + ": " + e.Message }
-
-func (e *APIError) Unwrap() error { return e.Cause }
-
-// Errorf builds an APIError.
-func apiError(status int, code, message string) *APIError {
-	return &APIError{Status: status, Code: code, Message: message}
-}
-
-// Stable error codes.
-const (
-	CodeBadRequest   = "bad_request"
-	CodeUnauthorized = "unauthorized"
-	CodeForbidden    = "forbidden"
-	CodeNotFound     = "not_found"
-	CodeConflict     = "conflict"
-	CodeTooLarge     = "too_large"
-	CodeRateLimited  = "rate_limited"
-	CodeInternal     = "internal"
-	CodeUnavailable  = "unavailable"
+	"harness/internal/service"
 )
 
 // handleError renders every error the same way: JSON for the API, the
-// WebSocket upgrade and JSON clients; the error page for browsers.
+// WebSocket upgrade and JSON clients; the error page for browsers. Handlers
+// return errors as they get them: a service error, an auth or store error
+// or one of echo's all find their code here, so none answers 500 for want
+// of a wrap.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	ae := toAPIError(err)
-	if ae.Status >= 500 {
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "code", ae.Code, "err", err)
+	e, status := classify(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "code", e.Code, "err", err)
 	}
 	if !wantsHTML(c) {
-		_ = c.JSON(ae.Status, map[string]*APIError{"error": ae})
+		_ = c.JSON(status, map[string]*service.Error{"error": e})
 		return
 	}
-	_ = s.errorPage(c, ae.Status, http.StatusText(ae.Status), ae.Message)
+	_ = s.errorPage(c, status, http.StatusText(status), e.Message)
 }
 
-func toAPIError(err error) *APIError {
-	var ae *APIError
-	if errors.As(err, &ae) {
-		return ae
+// classify maps any error to what the client sees and its HTTP status: a
+// *service.Error as it is; echo's *echo.HTTPError (routing, body limits)
+// keeps its status and gets the code of that status; the known errors of
+// the domain through service.AsError; anything else is internal, with a
+// safe message (the cause is logged, never sent).
+func classify(err error) (*service.Error, int) {
+	var se *service.Error
+	if errors.As(err, &se) {
+		return se, se.Code.HTTPStatus()
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
-		code := CodeInternal
-		switch he.Code {
-		case http.StatusBadRequest:
-			code = CodeBadRequest
-		case http.StatusUnauthorized:
-			code = CodeUnauthorized
-		case http.StatusForbidden:
-			code = CodeForbidden
-		case http.StatusNotFound:
-			code = CodeNotFound
-		case http.StatusMethodNotAllowed:
-			code = CodeBadRequest
-		case http.StatusRequestEntityTooLarge:
-			code = CodeTooLarge
-		case http.StatusTooManyRequests:
-			code = CodeRateLimited
-		}
 		msg := http.StatusText(he.Code)
-		if s, ok := he.Message.(string); ok && he.Code < 500 {
-			msg = s
+		if m, ok := he.Message.(string); ok && he.Code < 500 {
+			msg = m
 		}
-		return &APIError{Status: he.Code, Code: code, Message: msg, Cause: err}
+		return &service.Error{Code: codeOfStatus(he.Code), Message: msg, Err: err}, he.Code
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Cause: err}
+	e := service.AsError(err)
+	return e, e.Code.HTTPStatus()
+}
+
+// codeOfStatus is the code of one of echo's statuses.
+func codeOfStatus(status int) service.Code {
+	switch status {
+	case http.StatusBadRequest, http.StatusMethodNotAllowed:
+		return service.CodeBadRequest
+	case http.StatusUnauthorized:
+		return service.CodeUnauthorized
+	case http.StatusForbidden:
+		return service.CodeForbidden
+	case http.StatusNotFound:
+		return service.CodeNotFound
+	case http.StatusRequestEntityTooLarge:
+		return service.CodeTooLarge
+	case http.StatusTooManyRequests:
+		return service.CodeRateLimited
+	}
+	return service.CodeInternal
 }

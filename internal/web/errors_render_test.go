@@ -1,10 +1,22 @@
 package web
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"harness/internal/auth"
+	"harness/internal/driver"
+	"harness/internal/models"
+	"harness/internal/service"
 )
 
 // Errors come back as the error page for browsers and as coded JSON for the
@@ -37,5 +49,73 @@ func TestErrorRendering(t *testing.T) {
 		if res.StatusCode != tc.wantStatus || !strings.HasPrefix(res.Header.Get("Content-Type"), tc.wantType) || !strings.Contains(string(body), tc.wantBody) {
 			t.Errorf("%s (Accept %q): %d %s %q", tc.path, tc.accept, res.StatusCode, res.Header.Get("Content-Type"), body)
 		}
+	}
+}
+
+// TestBareErrorsAnswerTheirCode: a handler returns whatever error it got,
+// unwrapped; the error handler gives a service error its code's status, a
+// domain error (auth, store, driver) its code through service.AsError,
+// echo's errors the code of their status, and anything else a safe 500.
+func TestBareErrorsAnswerTheirCode(t *testing.T) {
+	t.Parallel()
+	leak := "secret cause 1234"
+	errs := map[string]error{
+		"service":         service.Errorf(service.CodeNotPending, "nothing is pending"),
+		"service-wrapped": fmt.Errorf("approve: %w", service.Errorf(service.CodeOpenTurn, "inside a turn")),
+		"auth-forbidden":  fmt.Errorf("%s: %w", leak, auth.ErrForbidden),
+		"auth-rate":       &auth.RateLimitError{RetryAfter: time.Minute},
+		"auth-last-admin": fmt.Errorf("%s: %w", leak, auth.ErrLastAdmin),
+		"store-not-found": fmt.Errorf("%s: %w", leak, models.ErrNotFound),
+		"driver-busy":     fmt.Errorf("%s: %w", leak, driver.ErrBusy),
+		"echo-405":        echo.NewHTTPError(http.StatusMethodNotAllowed, "method not allowed"),
+		"echo-429":        echo.NewHTTPError(http.StatusTooManyRequests),
+		"csrf":            service.NewError(service.CodeCSRF, "missing or invalid CSRF token"),
+		"plain":           errors.New(leak),
+	}
+	env := newScenarioEnv(t, scenarioOptions{Routes: func(_ *scenarioEnv, s *Server) {
+		s.e.GET("/api/test/fail/:kind", func(c echo.Context) error { return errs[c.Param("kind")] })
+		s.e.GET("/test/fail/:kind", func(c echo.Context) error { return errs[c.Param("kind")] })
+	}})
+	tests := []struct {
+		kind    string
+		status  int
+		code    service.Code
+		message string
+	}{
+		{"service", 409, service.CodeNotPending, "nothing is pending"},
+		{"service-wrapped", 409, service.CodeOpenTurn, "inside a turn"},
+		{"auth-forbidden", 403, service.CodeForbidden, "not allowed"},
+		{"auth-rate", 429, service.CodeRateLimited, "too many attempts"},
+		{"auth-last-admin", 409, service.CodeConflict, "that would leave no enabled admin"},
+		{"store-not-found", 404, service.CodeNotFound, "not found"},
+		{"driver-busy", 409, service.CodeBusy, "the agent is busy"},
+		{"echo-405", 405, service.CodeBadRequest, "method not allowed"},
+		{"echo-429", 429, service.CodeRateLimited, "Too Many Requests"},
+		{"csrf", 403, service.CodeCSRF, "missing or invalid CSRF token"},
+		{"plain", 500, service.CodeInternal, "internal error"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, env.URL+"/api/test/fail/"+tt.kind, nil)
+		res, body := env.do(t, req)
+		var got struct {
+			Error service.Error `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			t.Errorf("%s: %d %q: %v", tt.kind, res.StatusCode, body, err)
+			continue
+		}
+		if res.StatusCode != tt.status || got.Error.Code != tt.code || got.Error.Message != tt.message || strings.Contains(body, leak) {
+			t.Errorf("%s: %d %s, want %d {%s %q}", tt.kind, res.StatusCode, body, tt.status, tt.code, tt.message)
+		}
+		// A browser gets the error page with the same status.
+		req, _ = http.NewRequestWithContext(t.Context(), http.MethodGet, env.URL+"/test/fail/"+tt.kind, nil)
+		req.Header.Set("Accept", "text/html")
+		res, body = env.do(t, req)
+		if res.StatusCode != tt.status || !strings.Contains(body, html.EscapeString(tt.message)) || strings.Contains(body, leak) {
+			t.Errorf("%s page: %d %q, want %d with %q", tt.kind, res.StatusCode, body, tt.status, tt.message)
+		}
+	}
+	if !strings.Contains(env.Logs.String(), leak) {
+		t.Error("the cause of a 500 was not logged")
 	}
 }

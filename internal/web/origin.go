@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"harness/internal/service"
 )
 
 // CheckOrigin decides whether a WebSocket upgrade may proceed:
@@ -58,7 +60,7 @@ func stripDefaultPort(host string) string {
 func (s *Server) RequireSameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !CheckOrigin(c.Request(), s.trusted) {
-			return apiError(http.StatusForbidden, CodeForbidden, "cross-origin request refused")
+			return service.NewError(service.CodeForbidden, "cross-origin request refused")
 		}
 		return next(c)
 	}

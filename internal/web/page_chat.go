@@ -90,16 +90,13 @@ func (s *Server) history(c echo.Context, a *auth.Actor, id string) error {
 	ctx := c.Request().Context()
 	before, err := strconv.ParseInt(c.QueryParam("before"), 10, 64)
 	if err != nil || before < 1 {
-		return apiError(http.StatusBadRequest, CodeBadRequest, "before must be a seq > 0")
+		return service.NewError(service.CodeBadRequest, "before must be a seq > 0")
 	}
-	if _, err := s.svc.Authorize(ctx, a, id, auth.ActionRead); err != nil {
+	evs, more, err := s.svc.HistoryPage(ctx, a, id, before, historyMessages)
+	if err != nil {
 		return s.pageError(c, err)
 	}
-	evs, more, err := s.ui.Store.TailPage(ctx, id, before, historyMessages)
-	if err != nil {
-		return err
-	}
-	tr := s.ui.Render.Markdown().Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
+	tr := s.ui.Markdown.Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
 	v := templates.HistoryView{Items: tr.Items, HasMore: more, Before: before}
 	if len(evs) > 0 {
 		v.Before = evs[0].Seq
@@ -114,25 +111,18 @@ func viewerID(a *auth.Actor) string {
 	return ""
 }
 
-// chatView authorizes a reader and builds the page: the newest history
-// page folded, then the session's live state. The page is read before the
-// live state, so whatever the page does not show (newer events, answered
-// prompts) arrives over the socket, which resumes after the page's last
-// seq.
+// chatView builds the page from what the service read for a reader (one
+// authorization): the newest history page folded, then the session's live
+// state (see service.PageSession). What the viewer may do comes from its
+// role through auth's one table (SessionRole.Can).
 func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.ChatView, error) {
 	ctx := c.Request().Context()
-	if _, err := s.svc.Authorize(ctx, a, id, auth.ActionRead); err != nil {
-		return templates.ChatView{}, err
-	}
-	evs, more, err := s.ui.Store.TailPage(ctx, id, -1, historyMessages)
+	page, err := s.svc.PageSession(ctx, a, id, historyMessages)
 	if err != nil {
 		return templates.ChatView{}, err
 	}
-	sess, err := s.svc.PageSession(ctx, a, id)
-	if err != nil {
-		return templates.ChatView{}, err
-	}
-	tr := s.ui.Render.Markdown().Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
+	sess, evs, more := page.Session, page.Events, page.More
+	tr := s.ui.Markdown.Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
 	label, offline, window := s.routeLabel(sess.Provider, sess.Model)
 	if tr.ContextWindow > 0 {
 		window = tr.ContextWindow
@@ -140,10 +130,10 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 	v := templates.ChatView{
 		ID: sess.ID, Title: sess.Title, ModelLabel: label, Offline: offline,
 		Mode: string(sess.Mode), Status: string(sess.Status), Role: string(sess.Role), Archived: sess.Archived,
-		CanWrite:  a.IsUser() && canWrite(sess.Role),
-		CanManage: a.IsUser() && (sess.Role == auth.SessionRoleOwner || sess.Role == auth.SessionRoleAdmin),
+		CanWrite:  sess.Role.Can(auth.ActionWrite),
+		CanManage: sess.Role.Can(auth.ActionManage),
 		Items:     tr.Items, HasMore: more, Head: -1, Before: 0,
-		Todos: tr.Todos, Queue: sess.Queue, Interactions: sess.Interactions,
+		Todos: tr.Todos, Queue: queueView(sess), Interactions: interactionViews(sess),
 		ContextWindow: window,
 	}
 	if len(evs) > 0 {
@@ -158,7 +148,7 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 		v.ContextUsed, v.ContextWindow = sess.Context.Tokens, sess.Context.Window
 	}
 	if v.Todos == nil && more {
-		v.Todos = s.currentTodos(ctx, id)
+		v.Todos = s.currentTodos(ctx, a, id)
 	}
 	if a.IsUser() {
 		w := sess.Workspace
@@ -178,18 +168,11 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 
 // currentTodos reads the todo list when the newest page did not include the
 // last todo/write: the live log's, else the stored one's.
-func (s *Server) currentTodos(ctx context.Context, id string) []session.Todo {
-	if ag, ok := s.svc.Manager().Lookup(id); ok {
-		return ag.Log().State().Todos
-	}
-	todos, err := s.ui.Store.LastTodos(ctx, id)
+func (s *Server) currentTodos(ctx context.Context, a *auth.Actor, id string) []session.Todo {
+	todos, err := s.svc.CurrentTodos(ctx, a, id)
 	if err != nil {
 		s.log.WarnContext(ctx, "chat page: todo list", "session", id, "err", err)
 		return nil
 	}
 	return todos
-}
-
-func canWrite(r auth.SessionRole) bool {
-	return r == auth.SessionRoleOwner || r == auth.SessionRoleAdmin || r == auth.SessionRoleCollaborator
 }

@@ -10,7 +10,7 @@ import (
 
 	"harness/internal/auth"
 	"harness/internal/llm"
-	"harness/internal/models"
+	"harness/internal/routes"
 	"harness/internal/service"
 	"harness/web/templates"
 )
@@ -97,7 +97,7 @@ func flash(c echo.Context) string {
 // "provider/model".
 func (s *Server) modelOptions(selected string) []templates.ModelOption {
 	var out []templates.ModelOption
-	for _, p := range s.ui.Routes.Registry().List() {
+	for _, p := range s.ui.Routes.Available() {
 		models := p.Models
 		if len(models) == 0 {
 			models = []llm.ModelInfo{{ID: p.DefaultModel, Label: p.DefaultModel}}
@@ -129,11 +129,10 @@ func modelLabel(p llm.ProviderInfo, model string) string {
 
 // routeLabel labels a session's route; an unknown provider says so.
 func (s *Server) routeLabel(provider, model string) (label string, offline bool, window int64) {
-	p, ok := s.ui.Routes.Registry().Get(provider)
+	info, ok := s.ui.Routes.Lookup(provider)
 	if !ok {
 		return provider + " · " + model + " (unavailable)", false, 0
 	}
-	info := p.Info()
 	return modelLabel(info, model), info.Offline, info.Model(model).ContextWindow
 }
 
@@ -144,8 +143,8 @@ func parseRoute(v string) (provider, model string) {
 }
 
 // userPrefs reads the actor's preferences; failures fall back to none.
-func (s *Server) userPrefs(ctx context.Context, a *auth.Actor) models.UserPrefs {
-	p, err := s.ui.Routes.Store().UserPrefs(ctx, a.UserID)
+func (s *Server) userPrefs(ctx context.Context, a *auth.Actor) routes.Prefs {
+	p, err := s.ui.Routes.Prefs(ctx, a.UserID)
 	if err != nil {
 		s.log.WarnContext(ctx, "read user preferences", "err", err)
 	}

@@ -21,7 +21,7 @@ func (s *Server) pageFileTree(c echo.Context) error {
 	id := c.Param("id")
 	l, err := s.svc.ListFiles(c.Request().Context(), ActorFrom(c), id, c.QueryParam("path"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	v := templates.FileTree{SessionID: id, Path: l.Path, Truncated: l.Truncated, Max: files.MaxEntries}
 	for _, e := range l.Entries {
@@ -35,11 +35,11 @@ func (s *Server) pageFileView(c echo.Context) error {
 	id := c.Param("id")
 	fc, err := s.svc.ReadFile(c.Request().Context(), ActorFrom(c), id, c.QueryParam("path"))
 	if err != nil {
-		return svcError(err)
+		return err
 	}
 	v := templates.FileView{SessionID: id, Path: fc.Path, Size: fc.Size, Truncated: fc.Truncated, Shown: service.MaxFileView, Binary: fc.Binary}
 	if !fc.Binary {
-		v.HTML = highlightFile(s.ui.Render.Markdown(), fc.Path, fc.Content)
+		v.HTML = highlightFile(s.ui.Markdown, fc.Path, fc.Content)
 	}
 	return renderFragment(c, templates.FileViewFragment(v))
 }

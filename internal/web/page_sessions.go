@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"harness/internal/auth"
-	"harness/internal/models"
+	"harness/internal/routes"
 	"harness/internal/service"
 	"harness/internal/session"
 	"harness/internal/workspace"
@@ -29,7 +29,7 @@ func (s *Server) pageSessions(c echo.Context) error {
 		v.Rows = append(v.Rows, templates.SessionRowView{
 			ID: r.ID, Title: r.Title, Model: label, Status: string(r.Status), Role: string(r.Role),
 			Archived: r.Archived, Updated: r.UpdatedAt,
-			CanManage: r.Role == auth.SessionRoleOwner || r.Role == auth.SessionRoleAdmin,
+			CanManage: r.Role.Can(auth.ActionManage),
 			Shared:    r.Role != auth.SessionRoleOwner,
 		})
 	}
@@ -83,18 +83,8 @@ func (s *Server) workspaceChoices(c echo.Context) templates.WorkspaceChoices {
 
 // preferredRoute is "provider/model" of the user's default, else the
 // server's.
-func (s *Server) preferredRoute(p models.UserPrefs) string {
-	reg := s.ui.Routes.Registry()
-	if p.Provider != "" {
-		if prov, ok := reg.Get(p.Provider); ok {
-			m := p.Model
-			if m == "" {
-				m = prov.Info().DefaultModel
-			}
-			return p.Provider + "/" + m
-		}
-	}
-	prov, model := reg.Default()
+func (s *Server) preferredRoute(p routes.Prefs) string {
+	prov, model := s.ui.Routes.Preferred(p)
 	return prov + "/" + model
 }
 
@@ -113,7 +103,7 @@ func (s *Server) pageCreateSession(c echo.Context) error {
 	if m := c.FormValue("mode"); m != "" {
 		opts.Mode = session.PermissionMode(m)
 	}
-	if _, ok := s.ui.Routes.Registry().Get(opts.Provider); !ok {
+	if _, ok := s.ui.Routes.Lookup(opts.Provider); !ok {
 		// A preference for a route that is gone: use the default.
 		opts.Provider, opts.Model = "", ""
 	}
@@ -200,10 +190,10 @@ func (s *Server) pageFork(c echo.Context) error {
 func (s *Server) pageDeleteConfirm(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	if _, err := s.svc.Authorize(ctx, ActorFrom(c), id, auth.ActionManage); err != nil {
-		return s.pageError(c, err)
-	}
 	row, err := s.svc.Row(ctx, ActorFrom(c), id)
+	if err == nil && !row.Role.Can(auth.ActionDelete) {
+		err = service.NewError(service.CodeForbidden, "not allowed")
+	}
 	if err != nil {
 		return s.pageError(c, err)
 	}
@@ -234,17 +224,24 @@ func (s *Server) pageDelete(c echo.Context) error {
 func (s *Server) pageExport(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	if _, err := s.svc.Authorize(ctx, ActorFrom(c), id, auth.ActionRead); err != nil {
+	// Headers go out with the first byte, so a refusal (the service's one
+	// authorization) is still an error page.
+	w := &lazyWriter{c: c, start: func(res *echo.Response) {
+		h := res.Header()
+		h.Set(echo.HeaderContentType, "application/x-ndjson")
+		h.Set(echo.HeaderContentDisposition, `attachment; filename="session-`+safeFileName(id)+`.jsonl"`)
+		h.Set("Cache-Control", "no-store")
+		res.WriteHeader(http.StatusOK)
+	}}
+	err := s.svc.Export(ctx, ActorFrom(c), id, w)
+	switch {
+	case err != nil && !w.started:
 		return s.pageError(c, err)
-	}
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, "application/x-ndjson")
-	h.Set(echo.HeaderContentDisposition, `attachment; filename="session-`+safeFileName(id)+`.jsonl"`)
-	h.Set("Cache-Control", "no-store")
-	c.Response().WriteHeader(http.StatusOK)
-	if err := s.svc.Export(ctx, ActorFrom(c), id, c.Response()); err != nil {
+	case err != nil:
 		// Headers are out: the download ends short, and the log says why.
 		s.log.WarnContext(ctx, "export failed", "session", id, "err", err)
+	case !w.started:
+		w.start(c.Response())
 	}
 	return nil
 }

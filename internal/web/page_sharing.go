@@ -20,24 +20,16 @@ func (s *Server) renderSharing(c echo.Context, newLink, errMsg string) error {
 	ctx := c.Request().Context()
 	a := ActorFrom(c)
 	id := c.Param("id")
-	members, err := s.svc.Members(ctx, a, id)
+	sh, err := s.svc.Sharing(ctx, a, id)
 	if err != nil {
 		return s.pageError(c, err)
 	}
-	links, err := s.svc.ShareLinks(ctx, a, id)
-	if err != nil {
-		return s.pageError(c, err)
-	}
-	row, err := s.svc.Row(ctx, a, id)
-	if err != nil {
-		return s.pageError(c, err)
-	}
-	v := templates.SharingView{Nav: *s.nav(c, "chat", id), ID: id, Title: row.Title, NewLink: newLink, Error: errMsg}
-	for _, m := range members {
+	v := templates.SharingView{Nav: *s.nav(c, "chat", id), ID: id, Title: sh.Row.Title, NewLink: newLink, Error: errMsg}
+	for _, m := range sh.Members {
 		v.Members = append(v.Members, templates.MemberView{Name: m.Name, Role: string(m.Role)})
 	}
 	now := time.Now()
-	for _, l := range links {
+	for _, l := range sh.Links {
 		state := "active"
 		switch {
 		case l.RevokedAt != nil:
@@ -60,7 +52,9 @@ func (s *Server) pageAddMember(c echo.Context) error {
 	role := auth.SessionRole(c.FormValue("role"))
 	err := s.svc.AddMember(c.Request().Context(), ActorFrom(c), id, auth.NormalizeName(c.FormValue("name")), role)
 	if err != nil {
-		if e := service.AsError(err); e.Code == service.CodeBadRequest || (e.Code == service.CodeNotFound && s.canManage(c, id)) {
+		// A not-found is about the user named or the session: the page,
+		// which authorizes, shows the former and refuses the latter.
+		if e := service.AsError(err); e.Code == service.CodeBadRequest || e.Code == service.CodeNotFound {
 			msg := sentence(e.Message)
 			if e.Code == service.CodeNotFound {
 				msg = "There is no user with that name."
@@ -70,13 +64,6 @@ func (s *Server) pageAddMember(c echo.Context) error {
 		return s.pageError(c, err)
 	}
 	return redirect(c, "/sessions/"+id+"/sharing")
-}
-
-// canManage: the actor manages the session (so a not-found error is about
-// the user named, not the session).
-func (s *Server) canManage(c echo.Context, id string) bool {
-	_, err := s.svc.Authorize(c.Request().Context(), ActorFrom(c), id, auth.ActionManage)
-	return err == nil
 }
 
 // POST /sessions/:id/members/:name/remove

@@ -134,7 +134,8 @@ func (e *pageEnv) idle(id string) {
 	if !ok {
 		return
 	}
-	time.Sleep(20 * time.Millisecond)
+	// A send opens its turn before it answers, so Wait cannot return
+	// before the turn it waits for.
 	ctx, cancel := context.WithTimeout(e.t.Context(), 20*time.Second)
 	defer cancel()
 	if err := ag.Wait(ctx); err != nil {

@@ -1,24 +1,67 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
-	"harness/internal/models"
+	"harness/internal/llm"
 	"harness/internal/render"
+	"harness/internal/routes"
+	"harness/internal/session"
 )
 
 // UIDeps are what the browser pages need beyond the session service.
 type UIDeps struct {
 	// Store reads history pages (TailPage) cut on message boundaries.
-	Store *models.Store
-	// Render folds events into transcript items (and renders markdown).
-	Render *render.Renderer
-	// Routes applies and stores model routes and preferences (settings).
-	Routes *ModelRoutes
+	Store History
+	// Markdown folds events into transcript items (and renders markdown
+	// and code). It stays concrete: the fold is the transcript's one
+	// projection (render.Projection), not a seam to swap.
+	Markdown *render.Markdown
+	// Routes are the model routes and users' preferences (routes.Routes).
+	Routes Routes
+}
+
+// History reads a session's stored events a page at a time, cut on
+// message boundaries (models.Store).
+type History interface {
+	TailPage(ctx context.Context, sessionID string, before int64, maxMessages int) ([]session.Event, bool, error)
+}
+
+// RouteCatalog describes the live model routes, for pickers and labels.
+type RouteCatalog interface {
+	Available() []llm.ProviderInfo
+	Lookup(name string) (llm.ProviderInfo, bool)
+	Default() (provider, model string)
+	// Preferred is the route a new session of someone with p starts on.
+	Preferred(p routes.Prefs) (provider, model string)
+}
+
+// RouteAdmin lists and changes the model routes (the admin's settings);
+// refusals are *routes.InputError.
+type RouteAdmin interface {
+	List(ctx context.Context) ([]routes.Route, error)
+	Save(ctx context.Context, f routes.Form) (name string, err error)
+	Delete(ctx context.Context, name string) error
+	SetDefault(ctx context.Context, provider, model string) error
+}
+
+// Preferences keeps users' defaults for new sessions; refusals are
+// *routes.InputError.
+type Preferences interface {
+	Prefs(ctx context.Context, userID string) (routes.Prefs, error)
+	SavePrefs(ctx context.Context, userID string, p routes.Prefs) error
+}
+
+// Routes is what the pages use of internal/routes, in one value.
+type Routes interface {
+	RouteCatalog
+	RouteAdmin
+	Preferences
 }
 
 // contentSecurityPolicy forbids inline scripts and styles and every

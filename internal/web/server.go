@@ -29,7 +29,8 @@ type Deps struct {
 	// TrustedOrigins are extra origins allowed to open the WebSocket.
 	TrustedOrigins []string
 	// Service is the session service behind the REST API; nil serves no
-	// session routes.
+	// session routes. Concrete: the handlers use nearly all of it, so an
+	// interface would only restate it (docs/architecture.md).
 	Service *service.Service
 	// WS serves the WebSocket at /ws (the ws hub); nil serves no socket.
 	WS http.Handler

@@ -36,7 +36,7 @@ func TestSettingsRoutesAndPrefs(t *testing.T) {
 		"name": {"local"}, "kind": {"openai"}, "base_url": {base}, "models": {"m1, m2, m3"}, "enabled": {"1"},
 	})
 	wantStatus(t, "edit route", res, http.StatusSeeOther)
-	pc, err := e.app.Routes.Store().Provider(t.Context(), "local")
+	pc, err := e.app.Settings.Provider(t.Context(), "local")
 	if err != nil || pc.APIKey != key {
 		t.Fatalf("stored key after an edit without one: %q, %v", pc.APIKey, err)
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"harness/internal/models"
 	"harness/internal/service"
+	"harness/internal/workspace"
 	"harness/web/templates"
 )
 
@@ -38,7 +38,7 @@ func (s *Server) sandboxView(c echo.Context) (templates.SandboxView, error) {
 		v.Roots = append(v.Roots, templates.RootView{Path: r.Path, Users: strings.Join(r.Users, ", "), Shared: r.Shared, Editable: r.Source == "settings"})
 	}
 	if a.IsAdmin() {
-		for _, info := range s.ui.Routes.Registry().List() {
+		for _, info := range s.ui.Routes.Available() {
 			label := info.Label
 			if info.Offline {
 				label = "Offline demo model"
@@ -77,7 +77,7 @@ func (s *Server) settingsResult(c echo.Context, err error, ok string) error {
 
 // POST /settings/roots {path, users, shared} (admins)
 func (s *Server) pageAddRoot(c echo.Context) error {
-	r := models.RootSetting{Path: c.FormValue("path"), Shared: c.FormValue("shared") == "1"}
+	r := workspace.Root{Path: c.FormValue("path"), Shared: c.FormValue("shared") == "1"}
 	for _, u := range strings.Split(c.FormValue("users"), ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			r.Users = append(r.Users, u)
@@ -111,7 +111,7 @@ func (s *Server) pageSaveRouteNetwork(c echo.Context) error {
 	for _, r := range form["route"] {
 		on[r] = true
 	}
-	for _, info := range s.ui.Routes.Registry().List() {
+	for _, info := range s.ui.Routes.Available() {
 		if err := s.svc.SetRouteNetwork(ctx, ActorFrom(c), info.Name, on[info.Name]); err != nil {
 			return s.settingsResult(c, err, "")
 		}

@@ -40,7 +40,7 @@ func (h *Hub) newConn(sock *websocket.Conn, a *auth.Actor) *conn {
 	ctx, cancel := context.WithCancel(h.base)
 	ctx = auth.ContextWithActor(ctx, a)
 	return &conn{
-		h: h, sock: sock, actor: a, out: newSendQueue(h.opts.SendQueue),
+		h: h, sock: sock, actor: a, out: newSendQueue(h.opts.SendBytes),
 		ctx: ctx, cancel: cancel, subs: map[string]*subscription{},
 	}
 }
@@ -85,11 +85,11 @@ func (c *conn) readLoop() {
 
 func (c *conn) writeLoop() {
 	for {
-		it, err := c.out.pop(c.ctx)
+		run, err := c.out.popRun(c.ctx, joinBatch, c.h.opts.ReplayPage, replayFrameBytes)
 		if err != nil {
 			return
 		}
-		frame := c.compose(it)
+		frame := compose(run)
 		// No per-write deadline context: it would cost two timers per
 		// frame on the hottest path; the keepalive watches c.writing.
 		c.writing.Store(time.Now().UnixNano())
@@ -103,26 +103,26 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// compose adds rendered HTML to event frames that want it.
-func (c *conn) compose(it item) (frame []byte) {
-	if it.ev == nil || it.sub == nil {
-		return it.frame
+// joinBatch: the events of a batch subscriber queued behind each other go
+// out in one session/events frame, up to about replayFrameBytes.
+func joinBatch(first, next item) bool {
+	return first.ev != nil && next.ev != nil && next.sub == first.sub
+}
+
+// compose is the frame of a popped run: ready bytes, or one
+// session/events frame of a batch subscriber's events, deltas merged.
+func compose(run []item) []byte {
+	if run[0].ev == nil {
+		return run[0].frame
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			c.h.log.Error("renderer panicked", "session", it.sub.id, "seq", it.ev.Seq, "panic", fmt.Sprint(r))
-			frame = it.frame
-		}
-	}()
-	html, err := c.h.render.Render(*it.ev, it.sub.rc)
-	if err != nil {
-		c.h.log.Warn("render event", "session", it.sub.id, "seq", it.ev.Seq, "err", err)
-		return it.frame
+	if len(run) == 1 {
+		return run[0].ev.frameAlone(run[0].sub.id)
 	}
-	if html == "" {
-		return it.frame
+	evs := make([]*liveEvent, len(run))
+	for i, it := range run {
+		evs[i] = it.ev
 	}
-	return withHTML(it.frame, html)
+	return batchFrame(run[0].sub.id, evs, true)
 }
 
 // keepalive pings every PingInterval (a missing pong closes the socket)

@@ -30,7 +30,8 @@ type envOptions struct {
 	script    fake.Script
 	ws        ws.Options
 	demoDelay time.Duration // demo pause between deltas (default 2 ms)
-	renderer  ws.Renderer
+	// projections replaces the transcript's projections.
+	projections ws.Projections
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -47,7 +48,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		DemoOptions:    []fake.Option{fake.WithChunkDelay(max(delay, 0))},
 		VerifyRequests: true,
 		WS:             o.ws,
-		Renderer:       o.renderer,
+		Projections:    o.projections,
 	})
 	e := &env{t: t, app: a, url: a.URL, fake: fs}
 	e.alice, e.aliceID = e.user("alice", false)

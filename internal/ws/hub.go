@@ -14,15 +14,20 @@ import (
 	"harness/internal/auth"
 	"harness/internal/driver"
 	"harness/internal/service"
+	"harness/internal/session"
 )
 
 // Options tune a Hub; zero values take the defaults.
 type Options struct {
-	// SendQueue is each connection's queue length in frames (default 1024).
-	SendQueue int
-	// HoldLimit bounds the live frames held for one subscriber while its
-	// replay runs (default 8192); beyond it the subscriber is slow.
-	HoldLimit int
+	// SendBytes bounds each connection's send queue in bytes (default
+	// 32 MiB). Frames wait there while the client reads slowly (a batch
+	// subscriber's waiting events are coalesced when written); a live
+	// frame that would take the queue past it cuts the connection with
+	// 4008.
+	SendBytes int64
+	// HoldBytes bounds the live frames held for one subscriber while its
+	// replay runs (default 32 MiB); beyond it the subscriber is slow.
+	HoldBytes int64
 	// MaxFrame is the largest client frame in bytes (default 1 MiB); a
 	// larger one closes the connection with 1009.
 	MaxFrame int64
@@ -30,16 +35,20 @@ type Options struct {
 	PingInterval time.Duration
 	// WriteTimeout bounds one frame write (default 10 s).
 	WriteTimeout time.Duration
-	// ReplayPage is how many events a replay reads at a time (default 256).
+	// ReplayPage is how many events a replay reads at a time, and the most
+	// events one session/events frame carries (default 256).
 	ReplayPage int
 }
 
+// DefaultSendBytes is the default of Options.SendBytes and HoldBytes.
+const DefaultSendBytes = 32 << 20
+
 func (o Options) withDefaults() Options {
-	if o.SendQueue <= 0 {
-		o.SendQueue = 1024
+	if o.SendBytes <= 0 {
+		o.SendBytes = DefaultSendBytes
 	}
-	if o.HoldLimit <= 0 {
-		o.HoldLimit = 8192
+	if o.HoldBytes <= 0 {
+		o.HoldBytes = DefaultSendBytes
 	}
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = 1 << 20
@@ -56,21 +65,57 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Service is what the hub asks of the service layer: authorization, the
+// commands of docs/protocol.md, the context meter and the sidebars'
+// changes.
+type Service interface {
+	Authorize(ctx context.Context, a *auth.Actor, id string, act auth.Action) (auth.SessionRole, error)
+	LiveContext(ctx context.Context, id string) (service.ContextMeter, bool)
+	SubscribeChanges(fn func(service.Change)) (cancel func())
+	Audience(ctx context.Context, id string) ([]string, error)
+	Row(ctx context.Context, a *auth.Actor, id string) (service.SessionRow, error)
+
+	SendMessage(ctx context.Context, a *auth.Actor, id string, m service.Message) (string, error)
+	Cancel(ctx context.Context, a *auth.Actor, id string, keepInbox bool) error
+	EditQueueItem(ctx context.Context, a *auth.Actor, id, item, content string) error
+	RemoveQueueItem(ctx context.Context, a *auth.Actor, id, item string) error
+	SteerQueueItem(ctx context.Context, a *auth.Actor, id, item string) error
+	RunQueue(ctx context.Context, a *auth.Actor, id string) error
+	ClearQueue(ctx context.Context, a *auth.Actor, id string) error
+	Approve(ctx context.Context, a *auth.Actor, id, approval string, d service.Decision) error
+	RevokeTool(ctx context.Context, a *auth.Actor, id, tool string) error
+	Answer(ctx context.Context, a *auth.Actor, id, question string, answers []session.Answer) error
+	SetMode(ctx context.Context, a *auth.Actor, id string, mode session.PermissionMode) error
+	SetModel(ctx context.Context, a *auth.Actor, id, provider, model string) error
+	Compact(ctx context.Context, a *auth.Actor, id string) (service.CompactResult, error)
+}
+
+// Manager is what the hub asks of the driver's manager: a pinned agent
+// per followed session, and the agents' live notifications.
+type Manager interface {
+	Pin(ctx context.Context, id string) (*driver.Agent, func(), error)
+	Lookup(id string) (*driver.Agent, bool)
+	SubscribeLive(fn func(driver.LiveEvent)) (cancel func())
+}
+
 // Deps are a Hub's dependencies.
 type Deps struct {
-	Log      *slog.Logger
-	Service  *service.Service
-	Renderer Renderer // nil: NopRenderer
-	Options  Options
+	Log     *slog.Logger
+	Service Service
+	Manager Manager
+	// Projections makes a session's projection for subscribers that ask
+	// for HTML; nil sends no html.
+	Projections Projections
+	Options     Options
 }
 
 // Hub serves the WebSocket and fans session events out to subscribers.
 type Hub struct {
-	log    *slog.Logger
-	svc    *service.Service
-	mgr    *driver.Manager
-	render Renderer
-	opts   Options
+	log         *slog.Logger
+	svc         Service
+	mgr         Manager
+	projections Projections
+	opts        Options
 
 	base   context.Context
 	stop   context.CancelFunc
@@ -96,13 +141,9 @@ func New(d Deps) *Hub {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := d.Renderer
-	if r == nil {
-		r = NopRenderer{}
-	}
 	base, stop := context.WithCancel(context.Background())
 	h := &Hub{
-		log: log, svc: d.Service, mgr: d.Service.Manager(), render: r, opts: d.Options.withDefaults(),
+		log: log, svc: d.Service, mgr: d.Manager, projections: d.Projections, opts: d.Options.withDefaults(),
 		base: base, stop: stop,
 		conns: map[*conn]struct{}{}, topics: map[string]*topic{},
 	}

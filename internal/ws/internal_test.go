@@ -47,25 +47,32 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
+// The send queue is bounded in bytes: push refuses a frame past the bound,
+// pushWait waits until the queue is below half of it.
 func TestSendQueue(t *testing.T) {
 	t.Parallel()
-	q := newSendQueue(4)
+	frame := []byte("0123456789")
+	fr := func(seq int64) item { return item{frame: frame, seq: seq} }
+	q := newSendQueue(4 * int64(len(frame)))
 	for i := range 4 {
-		if !q.push(item{seq: int64(i)}) {
+		if !q.push(fr(int64(i))) {
 			t.Fatalf("push %d refused", i)
 		}
 	}
-	if q.push(item{seq: 4}) {
-		t.Fatal("a full queue took a fifth item")
+	if q.push(fr(4)) {
+		t.Fatal("a full queue took a fifth frame")
+	}
+	if got := q.size(); got != 40 {
+		t.Fatalf("size %d, want 40", got)
 	}
 	// pushWait waits until the queue is below half full.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := q.pushWait(ctx, item{seq: 9}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := q.pushWait(ctx, fr(9)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("pushWait on a full queue: %v", err)
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- q.pushWait(context.Background(), item{seq: 5}) }()
+	go func() { waited <- q.pushWait(context.Background(), fr(5)) }()
 	for want := range int64(3) {
 		it, err := q.pop(context.Background())
 		if err != nil || it.seq != want {
@@ -125,7 +132,7 @@ func TestHandlerPanicIsRecovered(t *testing.T) {
 // answered internal), every queued frame is JSON, the first answers the
 // request, and the connection's subscriptions are all released after it.
 func FuzzFrame(f *testing.F) {
-	s := newStack(f, Options{SendQueue: 64})
+	s := newStack(f, Options{SendBytes: 64 << 10})
 	sid := s.session
 	for _, seed := range []string{
 		`{"id":"1","op":"ping"}`,

@@ -171,17 +171,24 @@ func TestShareLinkViewer(t *testing.T) {
 	}
 }
 
-type seqRenderer struct{}
+// seqProjector renders an event as its type, seq and viewer class.
+type seqProjector struct {
+	ev session.Event
+}
 
-func (seqRenderer) Render(ev session.Event, rc ws.RenderContext) (string, error) {
-	return fmt.Sprintf("<p>%s #%d for %s</p>", ev.Type, ev.Seq, rc.Role), nil
+func seqProjections(string, *session.Log, int64) ws.Projector { return &seqProjector{} }
+
+func (p *seqProjector) Apply(ev session.Event) error { p.ev = ev; return nil }
+
+func (p *seqProjector) Fragment(canAnswer bool, viewer string) (string, error) {
+	return fmt.Sprintf("<p>%s #%d %v %s</p>", p.ev.Type, p.ev.Seq, canAnswer, viewer), nil
 }
 
 // Subscribers that ask for HTML get the renderer's fragment with each
 // event; others get none.
 func TestRenderedSubscriptions(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{renderer: seqRenderer{}})
+	e := newEnv(t, envOptions{projections: seqProjections})
 	id := e.session(client.NewSession{Provider: "demo"})
 	if _, err := e.alice.SendMessage(t.Context(), id, "hello", "followup"); err != nil {
 		t.Fatal(err)
@@ -194,7 +201,7 @@ func TestRenderedSubscriptions(t *testing.T) {
 	}
 	plain := subscribe(t, e.dial(e.alice), id, -1)
 	for _, p := range collect(t, html, func(p client.Push) bool { return p.Ch == client.ChReplayDone }) {
-		if p.Ch == client.ChEvent && p.HTML != fmt.Sprintf("<p>%s #%d for owner</p>", p.Event.Type, p.Event.Seq) {
+		if p.Ch == client.ChEvent && p.HTML != fmt.Sprintf("<p>%s #%d true %s</p>", p.Event.Type, p.Event.Seq, e.aliceID) {
 			t.Fatalf("event %d html %q", p.Event.Seq, p.HTML)
 		}
 	}

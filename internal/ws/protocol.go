@@ -45,6 +45,7 @@ type Channel string
 // Push channels.
 const (
 	ChEvent                Channel = "session/event"
+	ChEvents               Channel = "session/events"
 	ChReplayDone           Channel = "replay/done"
 	ChClosed               Channel = "session/closed"
 	ChStatus               Channel = "agent/status"
@@ -63,7 +64,8 @@ const (
 
 // Close codes beyond RFC 6455's.
 const (
-	// CloseSlowConsumer: the send queue overflowed; reconnect and
+	// CloseSlowConsumer: the send queue went past its byte bound
+	// (Options.SendBytes, or HoldBytes during a replay); reconnect and
 	// subscribe with since = the last seq received.
 	CloseSlowConsumer websocket.StatusCode = 4008
 )
@@ -82,11 +84,13 @@ const RenderHTML = "html"
 // Request is one client frame. Which fields an op reads is in
 // docs/protocol.md.
 type Request struct {
-	ID        string           `json:"id"`
-	Op        Op               `json:"op"`
-	Session   string           `json:"session,omitempty"`
-	Since     *int64           `json:"since,omitempty"`
-	Render    string           `json:"render,omitempty"`
+	ID      string `json:"id"`
+	Op      Op     `json:"op"`
+	Session string `json:"session,omitempty"`
+	Since   *int64 `json:"since,omitempty"`
+	Render  string `json:"render,omitempty"`
+	// Batch asks for session/events frames (subscribe).
+	Batch     bool             `json:"batch,omitempty"`
 	Content   string           `json:"content,omitempty"`
 	KeepInbox bool             `json:"keepInbox,omitempty"`
 	Item      string           `json:"item,omitempty"`
@@ -224,16 +228,122 @@ func truncate(s string, n int) string {
 // eventFrame encodes a session/event push; the event keeps its stored
 // bytes (session.MarshalEvent), so it is not re-encoded per subscriber.
 func eventFrame(sessionID string, ev session.Event) ([]byte, error) {
-	id, _ := json.Marshal(sessionID) // a string always encodes
-	b := make([]byte, 0, len(ev.Data)+len(id)+128)
-	b = append(b, `{"ch":"session/event","session":`...)
-	b = append(b, id...)
-	b = append(b, `,"event":`...)
-	b, err := session.AppendEvent(b, ev) // ev comes from the log
+	raw, err := session.AppendEvent(nil, ev) // ev comes from the log
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '}'), nil
+	return eventFrameRaw(sessionID, raw), nil
+}
+
+// eventFrameRaw wraps an encoded event in a session/event push.
+func eventFrameRaw(sessionID string, raw []byte) []byte {
+	b := make([]byte, 0, len(raw)+len(sessionID)+48)
+	b = append(b, `{"ch":"session/event","session":`...)
+	b = session.AppendJSONString(b, sessionID)
+	b = append(b, `,"event":`...)
+	b = append(b, raw...)
+	return append(b, '}')
+}
+
+// batchFrame encodes a session/events push of evs (in seq order). Their
+// fragments are joined in "html", each preceded by a marker naming its
+// event (<template data-op="at" data-seq="N"></template>), so a client
+// applies each event's deltas before the fragments of later events, as it
+// would one event at a time. With merge, each run of text or reasoning
+// deltas of one block becomes one event: the last delta's envelope and
+// seq, the run's text, and "from", the run's first seq. A delta with a
+// fragment (a markdown preview) ends its run, so a fragment never lands
+// inside a merged event.
+func batchFrame(sessionID string, evs []*liveEvent, merge bool) []byte {
+	n, hn := 64+len(sessionID), 0
+	for _, e := range evs {
+		n += len(e.raw) + 1
+		if e.html != "" {
+			hn += len(e.html) + 64
+		}
+	}
+	b := make([]byte, 0, n+hn+hn/8+16)
+	b = append(b, `{"ch":"session/events","session":`...)
+	b = session.AppendJSONString(b, sessionID)
+	b = append(b, `,"events":[`...)
+	for i := 0; i < len(evs); {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		j := i + 1
+		if merge && evs[i].delta != nil {
+			for j < len(evs) && evs[j-1].html == "" && sameBlock(evs[i].delta, evs[j].delta) {
+				j++
+			}
+		}
+		if j-i == 1 {
+			b = append(b, evs[i].raw...)
+		} else {
+			b = appendMerged(b, evs[i:j])
+		}
+		i = j
+	}
+	b = append(b, ']')
+	if hn > 0 {
+		html := make([]byte, 0, hn)
+		for _, e := range evs {
+			if e.html == "" {
+				continue
+			}
+			html = append(html, `<template data-op="at" data-seq="`...)
+			html = strconv.AppendInt(html, e.seq, 10)
+			html = append(html, `"></template>`...)
+			html = append(html, e.html...)
+		}
+		b = append(b, `,"html":`...)
+		b = session.AppendJSONString(b, string(html))
+	}
+	return append(b, '}')
+}
+
+func sameBlock(a, b *delta) bool {
+	return b != nil && a.kind == b.kind && a.turn == b.turn && a.step == b.step && a.index == b.index
+}
+
+// appendMerged appends one event standing for a run of deltas of one block.
+func appendMerged(b []byte, run []*liveEvent) []byte {
+	last := run[len(run)-1].delta
+	text := make([]byte, 0, 64*len(run))
+	for _, e := range run {
+		text = append(text, e.delta.text...)
+	}
+	data := make([]byte, 0, len(text)+96)
+	data = append(data, `{"turn":`...)
+	data = strconv.AppendInt(data, int64(last.turn), 10)
+	data = append(data, `,"step":`...)
+	data = strconv.AppendInt(data, int64(last.step), 10)
+	data = append(data, `,"chunk":{"type":`...)
+	data = session.AppendJSONString(data, last.kind)
+	data = append(data, `,"index":`...)
+	data = strconv.AppendInt(data, int64(last.index), 10)
+	data = append(data, `,"text":`...)
+	data = session.AppendJSONString(data, string(text))
+	data = append(data, `}}`...)
+	env := last.env
+	env.Data = data
+	start := len(b)
+	b, err := session.AppendEvent(b, env)
+	if err != nil {
+		// The envelope encoded when the event was stored; keep the run
+		// unmerged rather than lose it.
+		b = b[:start]
+		for i, e := range run {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, e.raw...)
+		}
+		return b
+	}
+	b = b[:len(b)-1]
+	b = append(b, `,"from":`...)
+	b = strconv.AppendInt(b, run[0].seq, 10)
+	return append(b, '}')
 }
 
 // withHTML adds "html" to an encoded session/event frame.

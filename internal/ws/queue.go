@@ -4,32 +4,43 @@ import (
 	"context"
 	"errors"
 	"sync"
-
-	"harness/internal/session"
 )
 
-// item is one frame waiting to be written. Event frames of subscribers
-// that asked for HTML carry the event and subscription; the writer renders
-// them, so rendering never runs on the goroutine that appended the event.
+// item is one frame waiting to be written: ready bytes, or for a
+// subscriber that asked for batches, one projected event that the writer
+// joins with the events queued right behind it into one session/events
+// frame. Nothing in an item is rendered or decoded by the writer.
 type item struct {
 	frame []byte
-	seq   int64 // event seq for session/event frames, else -1
-	ev    *session.Event
-	sub   *subscription
+	seq   int64         // event seq for event items, else -1
+	ev    *liveEvent    // batch subscribers' events (frame is nil)
+	sub   *subscription // the batch subscriber of ev
+}
+
+// size is what the item counts against the connection's byte bound.
+func (it item) size() int64 {
+	if it.ev != nil {
+		return int64(len(it.ev.raw) + len(it.ev.html) + 16)
+	}
+	return int64(len(it.frame))
 }
 
 var errQueueClosed = errors.New("send queue closed")
 
-// sendQueue is a connection's bounded FIFO of frames. Live frames use push,
-// which never waits and fails when the queue is full (the connection is
-// then a slow consumer); replay uses pushWait, which waits until the queue
-// is below half full, leaving the other half to live frames.
+// sendQueue is a connection's FIFO of frames, bounded in bytes (not
+// frames): a subscriber that falls behind a burst of small deltas keeps
+// them queued (and gets them coalesced, when it asked for batches) instead
+// of being cut. Live frames use push, which never waits and fails past the
+// bound (the connection is then a slow consumer); replay uses pushWait,
+// which waits until the queue is below half the bound, leaving the other
+// half to live frames.
 type sendQueue struct {
 	mu     sync.Mutex
-	buf    []item // ring; grows on demand up to max
-	max    int
+	buf    []item // ring; grows on demand
 	head   int
 	n      int
+	bytes  int64 // queued bytes
+	max    int64 // bound in bytes
 	closed bool
 	ready  chan struct{} // wakes the writer; capacity 1
 	// space is closed (and replaced) when room frees up below half while
@@ -38,27 +49,29 @@ type sendQueue struct {
 	waiting int
 }
 
-func newSendQueue(capacity int) *sendQueue {
+func newSendQueue(maxBytes int64) *sendQueue {
 	return &sendQueue{
-		buf:   make([]item, min(capacity, 16)),
-		max:   capacity,
+		buf:   make([]item, 16),
+		max:   maxBytes,
 		ready: make(chan struct{}, 1),
 		space: make(chan struct{}),
 	}
 }
 
-// push appends it without waiting; false when full or closed.
+// push appends it without waiting; false when closed or when it would
+// take the queue past its bound (a frame alone larger than the bound is
+// still accepted into an empty queue).
 func (q *sendQueue) push(it item) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || q.n == q.max {
+	if q.closed || q.n > 0 && q.bytes+it.size() > q.max {
 		return false
 	}
 	q.appendLocked(it)
 	return true
 }
 
-// pushWait appends it once the queue is below half full.
+// pushWait appends it once the queue is below half its bound.
 func (q *sendQueue) pushWait(ctx context.Context, it item) error {
 	for {
 		q.mu.Lock()
@@ -66,7 +79,7 @@ func (q *sendQueue) pushWait(ctx context.Context, it item) error {
 			q.mu.Unlock()
 			return errQueueClosed
 		}
-		if q.n < max(q.max/2, 1) {
+		if q.n == 0 || q.bytes < q.max/2 {
 			q.appendLocked(it)
 			q.mu.Unlock()
 			return nil
@@ -84,7 +97,7 @@ func (q *sendQueue) pushWait(ctx context.Context, it item) error {
 
 func (q *sendQueue) appendLocked(it item) {
 	if q.n == len(q.buf) {
-		grown := make([]item, min(2*len(q.buf), q.max))
+		grown := make([]item, 2*len(q.buf))
 		for i := range q.n {
 			grown[i] = q.buf[(q.head+i)%len(q.buf)]
 		}
@@ -92,6 +105,7 @@ func (q *sendQueue) appendLocked(it item) {
 	}
 	q.buf[(q.head+q.n)%len(q.buf)] = it
 	q.n++
+	q.bytes += it.size()
 	select {
 	case q.ready <- struct{}{}:
 	default:
@@ -100,32 +114,59 @@ func (q *sendQueue) appendLocked(it item) {
 
 // pop waits for the next item.
 func (q *sendQueue) pop(ctx context.Context) (item, error) {
+	out, err := q.popRun(ctx, nil, 1, 0)
+	if err != nil {
+		return item{}, err
+	}
+	return out[0], nil
+}
+
+// popRun waits for the next item and returns it with the items right
+// behind it that join it (join(first, next) true), at most maxItems and
+// about maxBytes in all.
+func (q *sendQueue) popRun(ctx context.Context, join func(first, next item) bool, maxItems int, maxBytes int64) ([]item, error) {
 	for {
 		q.mu.Lock()
 		if q.n > 0 {
-			it := q.buf[q.head]
-			q.buf[q.head] = item{}
-			q.head = (q.head + 1) % len(q.buf)
-			q.n--
-			if q.waiting > 0 && q.n < max(q.max/2, 1) {
+			out := []item{q.takeLocked()}
+			size := out[0].size()
+			for q.n > 0 && len(out) < maxItems && size < maxBytes && join != nil && join(out[0], q.buf[q.head]) {
+				it := q.takeLocked()
+				size += it.size()
+				out = append(out, it)
+			}
+			if q.waiting > 0 && q.bytes < q.max/2 {
 				close(q.space)
 				q.space = make(chan struct{})
 				q.waiting = 0
 			}
 			q.mu.Unlock()
-			return it, nil
+			return out, nil
 		}
 		closed := q.closed
 		q.mu.Unlock()
 		if closed {
-			return item{}, errQueueClosed
+			return nil, errQueueClosed
 		}
 		select {
 		case <-q.ready:
 		case <-ctx.Done():
-			return item{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
+}
+
+func (q *sendQueue) takeLocked() item {
+	it := q.buf[q.head]
+	q.buf[q.head] = item{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	q.bytes -= it.size()
+	if q.n == 0 && len(q.buf) > 1024 {
+		// A burst grew the ring; do not keep it for the connection's life.
+		q.buf, q.head = make([]item, 16), 0
+	}
+	return it
 }
 
 // close refuses further items and wakes everyone; queued items are dropped.
@@ -136,7 +177,7 @@ func (q *sendQueue) close() {
 		return
 	}
 	q.closed = true
-	q.n = 0
+	q.n, q.bytes = 0, 0
 	clear(q.buf)
 	close(q.space)
 	select {
@@ -150,4 +191,11 @@ func (q *sendQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.n
+}
+
+// size is the number of queued bytes.
+func (q *sendQueue) size() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes
 }

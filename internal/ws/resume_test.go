@@ -79,7 +79,7 @@ func smallBufferClient(base string, tok string) *client.Client {
 // resumes losslessly with since.
 func TestSlowConsumerIsCutAndResumes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{demoDelay: -1, ws: ws.Options{SendQueue: 32}})
+	e := newEnv(t, envOptions{demoDelay: -1, ws: ws.Options{SendBytes: 16 << 10, HoldBytes: 16 << 10}})
 	id := e.session(client.NewSession{Provider: "demo"})
 	tok, err := e.app.Auth.CreateToken(t.Context(), "alice", "slow")
 	if err != nil {
@@ -136,7 +136,7 @@ func TestSlowConsumerIsCutAndResumes(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}, client.FollowOptions{EveryEvent: true})
 	if err != errDone {
 		t.Fatalf("follow: %v", err)
 	}
@@ -156,7 +156,7 @@ var errDone error = doneErr{}
 // still sees every event exactly once, in order.
 func TestFollowSurvivesSlowConsumerCut(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{demoDelay: -1, ws: ws.Options{SendQueue: 32}})
+	e := newEnv(t, envOptions{demoDelay: -1, ws: ws.Options{SendBytes: 16 << 10, HoldBytes: 16 << 10}})
 	id := e.session(client.NewSession{Provider: "demo"})
 	tok, err := e.app.Auth.CreateToken(t.Context(), "alice", "follow")
 	if err != nil {
@@ -185,7 +185,7 @@ func TestFollowSurvivesSlowConsumerCut(t *testing.T) {
 				}
 			}
 			return nil
-		}, client.FollowOptions{MinBackoff: time.Millisecond, OnReconnect: func(since int64, cause error) {
+		}, client.FollowOptions{MinBackoff: time.Millisecond, EveryEvent: true, OnReconnect: func(since int64, cause error) {
 			reconnects++
 			if !client.IsSlowConsumer(cause) {
 				t.Errorf("reconnect cause %v, want the slow-consumer close", cause)

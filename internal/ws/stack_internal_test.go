@@ -18,6 +18,7 @@ import (
 	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/service"
 	"harness/internal/tools"
+	"harness/internal/tools/builtin"
 	"harness/internal/workspace"
 )
 
@@ -53,7 +54,7 @@ func newStack(tb testing.TB, opts Options) *stack {
 		tb.Fatal(err)
 	}
 	treg := tools.NewRegistry()
-	if err := tools.RegisterBuiltins(treg, tools.BuiltinOptions{}); err != nil {
+	if err := builtin.Register(treg, builtin.Options{}); err != nil {
 		tb.Fatal(err)
 	}
 	wsm, err := workspace.New(workspace.Deps{Sandbox: sandboxtest.Shared(tb), DataDir: dir})
@@ -61,8 +62,8 @@ func newStack(tb testing.TB, opts Options) *stack {
 		tb.Fatal(err)
 	}
 	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: wsm})
-	svc := service.New(service.Deps{Log: log, Store: st, Manager: mgr, Auth: as, Workspaces: wsm})
-	h := New(Deps{Log: log, Service: svc, Options: opts})
+	svc := service.New(service.Deps{Log: log, Store: st, Manager: mgr, Meta: driverstore.Store{S: st}, Auth: as, Workspaces: wsm})
+	h := New(Deps{Log: log, Service: svc, Manager: mgr, Options: opts})
 	tb.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -104,7 +105,7 @@ func frames(c *conn) [][]byte {
 		if err != nil {
 			break
 		}
-		out = append(out, c.compose(it))
+		out = append(out, compose([]item{it}))
 	}
 	return out
 }

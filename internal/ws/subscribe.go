@@ -14,8 +14,9 @@ type subscription struct {
 	c      *conn
 	t      *topic
 	id     string
-	render bool
-	rc     RenderContext
+	render bool        // wants html
+	batch  bool        // wants session/events frames
+	class  viewerClass // whose fragments it gets
 	// next is the first seq the live tail may send: replay and the client
 	// cover everything before it.
 	next int64
@@ -25,20 +26,12 @@ type subscription struct {
 	done   chan struct{} // closed when the replay goroutine ended
 
 	// Guarded by t.mu.
-	holding bool   // replay running: live frames wait in held
-	held    []item // live frames that arrived during the replay
-	sent    int64  // last event seq queued for the client
+	holding   bool   // replay running: live frames wait in held
+	held      []item // live frames that arrived during the replay
+	heldBytes int64
+	sent      int64 // last event seq queued for the client
 
 	endOnce sync.Once
-}
-
-// eventItem is the queue item of an event frame for this subscriber.
-func (s *subscription) eventItem(frame []byte, ev *session.Event) item {
-	it := item{frame: frame, seq: ev.Seq}
-	if s.render {
-		it.ev, it.sub = ev, s
-	}
-	return it
 }
 
 // offerLocked queues a live frame (t.mu held): held during the replay,
@@ -48,11 +41,12 @@ func (s *subscription) offerLocked(it item) {
 		return
 	}
 	if s.holding {
-		if len(s.held) >= s.c.h.opts.HoldLimit {
+		if s.heldBytes+it.size() > s.c.h.opts.HoldBytes {
 			s.c.slow()
 			return
 		}
 		s.held = append(s.held, it)
+		s.heldBytes += it.size()
 		return
 	}
 	if it.seq > s.sent {
@@ -98,9 +92,9 @@ func (c *conn) subscribe(req Request) (Response, bool) {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &subscription{
-		c: c, t: t, id: req.Session, render: req.Render == RenderHTML,
-		rc:  RenderContext{Session: req.Session, Role: role, Actor: c.actor},
-		ctx: ctx, cancel: cancel, done: make(chan struct{}), holding: true, sent: since,
+		c: c, t: t, id: req.Session, render: req.Render == RenderHTML, batch: req.Batch,
+		class: classOf(role, c.actor),
+		ctx:   ctx, cancel: cancel, done: make(chan struct{}), holding: true, sent: since,
 	}
 	c.mu.Lock()
 	if c.closing {
@@ -117,6 +111,9 @@ func (c *conn) subscribe(req Request) (Response, bool) {
 	from := t.delivered + 1
 	s.next = max(since+1, from)
 	t.subs[s] = struct{}{}
+	if s.render {
+		t.html++
+	}
 	t.mu.Unlock()
 
 	resp := Response{Re: req.ID, OK: true, Role: role}
@@ -134,19 +131,8 @@ func (s *subscription) replay(since, from int64) {
 	defer s.c.wg.Done()
 	defer close(s.done)
 	c := s.c
-	l := s.t.agent.Log()
-	page := int64(c.h.opts.ReplayPage)
-	for seq := since + 1; seq < from; seq += page {
-		for _, ev := range l.Events(seq, min(seq+page, from)) {
-			frame, err := eventFrame(s.id, ev)
-			if err != nil {
-				c.h.log.Error("encode event", "session", s.id, "seq", ev.Seq, "err", err)
-				continue
-			}
-			if c.out.pushWait(s.ctx, s.eventItem(frame, &ev)) != nil {
-				return
-			}
-		}
+	if !s.replayEvents(since, from) {
+		return
 	}
 	sent := max(since, from-1)
 
@@ -177,7 +163,7 @@ func (s *subscription) replay(since, from int64) {
 			return
 		}
 		batch := s.held
-		s.held = nil
+		s.held, s.heldBytes = nil, 0
 		s.t.mu.Unlock()
 		for _, it := range batch {
 			if c.out.pushWait(s.ctx, it) != nil {
@@ -193,8 +179,11 @@ func (s *subscription) end() {
 	s.endOnce.Do(func() {
 		s.cancel()
 		s.t.mu.Lock()
+		if _, ok := s.t.subs[s]; ok && s.render {
+			s.t.html--
+		}
 		delete(s.t.subs, s)
-		s.held = nil
+		s.held, s.heldBytes = nil, 0
 		s.t.mu.Unlock()
 		s.c.h.release(s.t)
 	})
@@ -249,3 +238,64 @@ func (c *conn) reauthorize() {
 		c.send(mustJSON(Push{Ch: ChClosed, Session: s.id, Reason: string(e.Code), Error: e}))
 	}
 }
+
+// replayEvents queues the events (since, from) from the in-memory log, page
+// by page: one session/event frame each, or session/events frames of up to
+// ReplayPage events or about replayFrameBytes for batch subscribers. With
+// html, a projection of its own renders them for this subscriber. false
+// when the subscription or the connection ended.
+func (s *subscription) replayEvents(since, from int64) bool {
+	c := s.c
+	l := s.t.agent.Log()
+	var proj Projector
+	if s.render && c.h.projections != nil && since+1 < from {
+		proj = c.h.projections(s.id, l, since+1)
+	}
+	page := int64(c.h.opts.ReplayPage)
+	var run []*liveEvent
+	runBytes := 0
+	flush := func() bool {
+		if len(run) == 0 {
+			return true
+		}
+		frame := batchFrame(s.id, run, false)
+		clear(run)
+		run, runBytes = run[:0], 0
+		return c.out.pushWait(s.ctx, item{frame: frame, seq: -1}) == nil
+	}
+	for seq := since + 1; seq < from; seq += page {
+		for _, ev := range l.Events(seq, min(seq+page, from)) {
+			raw, err := session.AppendEvent(nil, ev)
+			if err != nil {
+				c.h.log.Error("encode event", "session", s.id, "seq", ev.Seq, "err", err)
+				continue
+			}
+			html := ""
+			if proj != nil && c.h.apply(proj, s.id, ev) {
+				html = c.h.fragment(proj, s.id, ev.Seq, s.class)
+			}
+			if !s.batch {
+				frame := eventFrameRaw(s.id, raw)
+				if html != "" {
+					frame = withHTML(frame, html)
+				}
+				if c.out.pushWait(s.ctx, item{frame: frame, seq: ev.Seq}) != nil {
+					return false
+				}
+				continue
+			}
+			if len(run) > 0 && (len(run) >= c.h.opts.ReplayPage || runBytes+len(raw)+len(html) > replayFrameBytes) {
+				if !flush() {
+					return false
+				}
+			}
+			run = append(run, &liveEvent{seq: ev.Seq, raw: raw, html: html})
+			runBytes += len(raw) + len(html)
+		}
+	}
+	return flush()
+}
+
+// replayFrameBytes is about the largest session/events frame a replay
+// builds (one event larger than it goes alone).
+const replayFrameBytes = 256 << 10

@@ -2,6 +2,7 @@ package ws
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 )
 
 // topic is one session followed by this hub: the agent's pin, one log
-// subscription and the subscribers it fans out to.
+// subscription, the projector goroutine and the subscribers it fans out
+// to.
 type topic struct {
 	h     *Hub
 	id    string
@@ -23,11 +25,61 @@ type topic struct {
 	release   func()
 	cancelLog func()
 
+	// The log callback and the live notifications only append here and
+	// signal wake; the projector goroutine takes the batch. So nothing
+	// slow runs on the appending goroutine (which may hold the agent's
+	// lock), and events and live frames keep their order.
+	pmu     sync.Mutex
+	pending []pendingEntry
+	wake    chan struct{} // capacity 1
+	quit    chan struct{} // closed by close: the projector returns
+
 	mu   sync.Mutex
 	subs map[*subscription]struct{}
-	// delivered is the last seq the log callback fanned out; a subscriber
-	// joining now gets every later seq from the callback.
+	// delivered is the last seq the projector fanned out; a subscriber
+	// joining now gets every later seq from the projector.
 	delivered int64
+	// html counts the subscribers that asked for HTML; the projection is
+	// made when the first one is there.
+	html int
+	// proj is the topic's projection (projector goroutine only, under mu).
+	proj Projector
+}
+
+// pendingEntry is an event or a live frame waiting for the projector.
+type pendingEntry struct {
+	ev   session.Event
+	live []byte // a live notification's frame; ev is unset
+}
+
+// liveEvent is one event as the projector prepared it for the batch
+// subscribers of one viewer class: the writer only joins these.
+type liveEvent struct {
+	seq   int64
+	raw   []byte // the event object, byte for byte as stored
+	html  string // the class's fragment ("" without html)
+	delta *delta // set for text and reasoning deltas
+
+	// alone is the session/events frame of this event by itself, built
+	// once by the first writer that sends it alone (the usual case of a
+	// subscriber that keeps up) and shared by the others.
+	aloneOnce sync.Once
+	alone     []byte
+}
+
+// frameAlone returns the session/events frame of e by itself.
+func (e *liveEvent) frameAlone(sessionID string) []byte {
+	e.aloneOnce.Do(func() { e.alone = batchFrame(sessionID, []*liveEvent{e}, false) })
+	return e.alone
+}
+
+// delta is what coalescing needs of a text or reasoning delta: the block
+// it belongs to, its text and the envelope a merged event keeps.
+type delta struct {
+	kind              string
+	turn, step, index int
+	text              string
+	env               session.Event // Data unset
 }
 
 // openTimeout bounds loading a session for its first subscriber.
@@ -45,7 +97,8 @@ func (h *Hub) acquire(ctx context.Context, id string) (*topic, error) {
 	if ok {
 		t.refs++
 	} else {
-		t = &topic{h: h, id: id, ready: make(chan struct{}), refs: 1, subs: map[*subscription]struct{}{}, delivered: -2}
+		t = &topic{h: h, id: id, ready: make(chan struct{}), refs: 1, subs: map[*subscription]struct{}{}, delivered: -2,
+			wake: make(chan struct{}, 1), quit: make(chan struct{})}
 		h.topics[id] = t
 	}
 	h.mu.Unlock()
@@ -78,7 +131,7 @@ func (h *Hub) acquire(ctx context.Context, id string) (*topic, error) {
 	return t, nil
 }
 
-// open pins the agent and subscribes to its log.
+// open pins the agent, subscribes to its log and starts the projector.
 func (t *topic) open(ctx context.Context) error {
 	ag, release, err := t.h.mgr.Pin(ctx, t.id)
 	if err != nil {
@@ -88,9 +141,10 @@ func (t *topic) open(ctx context.Context) error {
 	next, cancel := ag.Log().Subscribe(t.onEvent)
 	t.cancelLog = cancel
 	t.mu.Lock()
-	// The callback may already have run for seq >= next.
+	// The callback may already have queued seq >= next.
 	t.delivered = max(t.delivered, next-1)
 	t.mu.Unlock()
+	go t.project()
 	return nil
 }
 
@@ -115,35 +169,192 @@ func (t *topic) close() {
 	if t.release != nil {
 		t.release()
 	}
+	t.pmu.Lock()
+	select {
+	case <-t.quit:
+	default:
+		close(t.quit)
+	}
+	t.pending = nil
+	t.pmu.Unlock()
 }
 
-// onEvent fans a log event out. It runs on the appending goroutine (maybe
-// under the agent's lock), so it only encodes once and queues.
+// onEvent runs on the appending goroutine (maybe under the agent's lock):
+// it only queues the event for the projector.
 func (t *topic) onEvent(ev session.Event) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.delivered = ev.Seq
-	if len(t.subs) == 0 {
+	t.enqueue(pendingEntry{ev: ev})
+}
+
+// offerLive queues a live notification behind the events before it.
+func (t *topic) offerLive(frame []byte) {
+	t.enqueue(pendingEntry{live: frame})
+}
+
+func (t *topic) enqueue(e pendingEntry) {
+	t.pmu.Lock()
+	select {
+	case <-t.quit:
+		t.pmu.Unlock()
 		return
+	default:
 	}
-	frame, err := eventFrame(t.id, ev)
-	if err != nil {
-		t.h.log.Error("encode event", "session", t.id, "seq", ev.Seq, "err", err)
-		return
-	}
-	evp := &ev
-	for s := range t.subs {
-		s.offerLocked(s.eventItem(frame, evp))
+	t.pending = append(t.pending, e)
+	t.pmu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
 	}
 }
 
-// offerLive fans a live notification out.
-func (t *topic) offerLive(frame []byte) {
+// project is the topic's goroutine: it takes what onEvent and offerLive
+// queued and fans it out in order.
+func (t *topic) project() {
+	var batch []pendingEntry
+	for {
+		select {
+		case <-t.quit:
+			return
+		case <-t.wake:
+		}
+		t.pmu.Lock()
+		batch, t.pending = t.pending, batch[:0]
+		t.pmu.Unlock()
+		for i, e := range batch {
+			if e.live != nil {
+				t.fanLive(e.live)
+			} else {
+				t.fanEvent(e.ev)
+			}
+			batch[i] = pendingEntry{}
+		}
+	}
+}
+
+// fanLive offers a live frame to every subscriber.
+func (t *topic) fanLive(frame []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for s := range t.subs {
 		s.offerLocked(item{frame: frame, seq: -1})
 	}
+}
+
+// classOut is one event prepared for one viewer class.
+type classOut struct {
+	done  bool
+	html  string
+	frame []byte     // session/event frame with html (plain subscribers)
+	ev    *liveEvent // batch subscribers
+}
+
+// fanEvent applies the event to the projection, encodes it once, renders
+// it once per viewer class present and offers ready bytes to each
+// subscriber. It runs under t.mu, so a subscriber joins either before the
+// event (and gets it from here) or after (and replays it from the log).
+func (t *topic) fanEvent(ev session.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.delivered = max(t.delivered, ev.Seq)
+	if t.proj == nil && t.html > 0 && t.h.projections != nil {
+		// Everything before ev is in the log: the log appends before it
+		// calls back.
+		t.proj = t.h.projections(t.id, t.agent.Log(), ev.Seq)
+	}
+	applied := t.proj != nil && t.h.apply(t.proj, t.id, ev)
+	if len(t.subs) == 0 {
+		return
+	}
+	raw, err := session.AppendEvent(nil, ev)
+	if err != nil {
+		t.h.log.Error("encode event", "session", t.id, "seq", ev.Seq, "err", err)
+		return
+	}
+	var plain []byte // the html-less session/event frame
+	var plainBatch *liveEvent
+	var d *delta
+	decoded := false
+	var classes map[viewerClass]*classOut
+	for s := range t.subs {
+		if s.batch && !decoded {
+			d, decoded = deltaOf(ev), true
+		}
+		if !s.render || !applied {
+			if s.batch {
+				if plainBatch == nil {
+					plainBatch = &liveEvent{seq: ev.Seq, raw: raw, delta: d}
+				}
+				s.offerLocked(item{ev: plainBatch, sub: s, seq: ev.Seq})
+				continue
+			}
+			if plain == nil {
+				plain = eventFrameRaw(t.id, raw)
+			}
+			s.offerLocked(item{frame: plain, seq: ev.Seq})
+			continue
+		}
+		if classes == nil {
+			classes = make(map[viewerClass]*classOut, 2)
+		}
+		out := classes[s.class]
+		if out == nil {
+			out = &classOut{}
+			classes[s.class] = out
+		}
+		if !out.done {
+			out.done = true
+			out.html = t.h.fragment(t.proj, t.id, ev.Seq, s.class)
+		}
+		if s.batch {
+			if out.ev == nil {
+				out.ev = &liveEvent{seq: ev.Seq, raw: raw, html: out.html, delta: d}
+			}
+			s.offerLocked(item{ev: out.ev, sub: s, seq: ev.Seq})
+			continue
+		}
+		if out.frame == nil {
+			if plain == nil {
+				plain = eventFrameRaw(t.id, raw)
+			}
+			out.frame = plain
+			if out.html != "" {
+				out.frame = withHTML(plain, out.html)
+			}
+		}
+		s.offerLocked(item{frame: out.frame, seq: ev.Seq})
+	}
+}
+
+// apply feeds ev to a projection; false when it failed (the event then
+// goes out without html).
+func (h *Hub) apply(p Projector, id string, ev session.Event) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("projection panicked", "session", id, "seq", ev.Seq, "panic", fmt.Sprint(r))
+			ok = false
+		}
+	}()
+	if err := p.Apply(ev); err != nil {
+		h.log.Warn("project event", "session", id, "seq", ev.Seq, "err", err)
+		return false
+	}
+	return true
+}
+
+// fragment renders the last applied event for one viewer class; "" on
+// error.
+func (h *Hub) fragment(p Projector, id string, seq int64, c viewerClass) (html string) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("projection panicked", "session", id, "seq", seq, "panic", fmt.Sprint(r))
+			html = ""
+		}
+	}()
+	html, err := p.Fragment(c.canAnswer, c.viewer)
+	if err != nil {
+		h.log.Warn("render event", "session", id, "seq", seq, "err", err)
+		return ""
+	}
+	return html
 }
 
 // onLive receives every agent's live notifications (under that agent's

@@ -83,7 +83,7 @@ function startChat(socket, chat) {
     // after a compaction or a reconnect).
     onSubscribed: (res) => controls.setContext(res.context),
     onPush: (msg) => {
-      if (msg.ch === "session/event") transcript.push(msg);
+      if (msg.ch === "session/event" || msg.ch === "session/events") transcript.push(msg);
       else if (msg.ch === "replay/done") chat.dataset.synced = String(msg.head);
       else if (msg.ch === "workspace/progress") workspace.onProgress(msg.workspace);
       else if (msg.ch === "session/closed") {

@@ -124,7 +124,9 @@ export class Socket {
   }
 
   subscribe(session, sub) {
-    this.request("subscribe", { session, since: sub.since(), render: "html" }).then(
+    // batch: the replay comes in pages and a busy tab gets the events that
+    // queued up in one session/events frame, deltas merged (docs/protocol.md).
+    this.request("subscribe", { session, since: sub.since(), render: "html", batch: true }).then(
       (res) => sub.onSubscribed?.(res),
       (err) => {
         if (err.code === "unavailable") return; // the reconnect resubscribes

@@ -72,6 +72,10 @@ export class Transcript {
   }
 
   applyPush(msg) {
+    if (msg.events) {
+      this.applyBatch(msg);
+      return;
+    }
     const ev = msg.event;
     if (!ev || ev.seq <= this.applied) return; // a duplicate
     if (ev.seq !== this.applied + 1) {
@@ -83,6 +87,37 @@ export class Transcript {
     if (ev.type === "assistant/chunk") this.delta(ev.data);
     if (msg.html) this.applyHTML(msg.html);
     this.hooks.onEvent?.(ev);
+  }
+
+  /** Applies a session/events push: its events in seq order (a merged run
+   * of deltas has "from", its first seq) and their fragments, joined in
+   * one html where <template data-op="at" data-seq="N"> marks where event
+   * N's fragment starts: the events up to N are applied first, as they
+   * would be one push at a time. */
+  applyBatch(msg) {
+    const fresh = [];
+    let next = this.applied + 1;
+    for (const ev of msg.events) {
+      if (ev.seq < next) continue; // a duplicate
+      if ((ev.from ?? ev.seq) !== next) {
+        this.hooks.onGap?.();
+        return;
+      }
+      fresh.push(ev);
+      next = ev.seq + 1;
+    }
+    if (fresh.length === 0) return;
+    this.applied = next - 1;
+    let i = 0;
+    const upTo = (seq) => {
+      while (i < fresh.length && fresh[i].seq <= seq) {
+        const ev = fresh[i++];
+        if (ev.type === "assistant/chunk") this.delta(ev.data);
+        this.hooks.onEvent?.(ev);
+      }
+    };
+    if (msg.html) this.applyHTML(msg.html, upTo);
+    upTo(Infinity);
   }
 
   /** Queues a text or reasoning delta for its streaming block; the text
@@ -123,8 +158,9 @@ export class Transcript {
     }
   }
 
-  /** Applies a fragment: a list of <template data-op> operations. */
-  applyHTML(html) {
+  /** Applies a fragment: a list of <template data-op> operations; at(seq)
+   * is called at each "at" marker of a session/events push. */
+  applyHTML(html, at) {
     const box = document.createElement("template");
     box.innerHTML = html;
     for (const tpl of box.content.children) {
@@ -132,6 +168,9 @@ export class Transcript {
       const op = tpl.dataset.op;
       const content = tpl.content;
       switch (op) {
+        case "at":
+          at?.(Number(tpl.dataset.seq));
+          break;
         case "upsert":
           this.upsert(content, tpl.dataset.parent);
           break;

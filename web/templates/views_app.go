@@ -3,7 +3,6 @@ package templates
 import (
 	"time"
 
-	"harness/internal/driver"
 	"harness/internal/render"
 	"harness/internal/session"
 )
@@ -114,8 +113,8 @@ type ChatView struct {
 	Head int64
 
 	Todos        []session.Todo
-	Queue        driver.Queue
-	Interactions []driver.Interaction
+	Queue        QueueView
+	Interactions []InteractionView
 
 	// ContextUsed and ContextWindow fill the context meter's first paint
 	// (the session summary's Context, from compact.Meter); the socket's
@@ -271,4 +270,31 @@ type UserView struct {
 	HasPassword bool
 	Created     time.Time
 	Self        bool
+}
+
+// QueueView is what waits for the agent (the live queue): next-step
+// messages, then next-turn prompts.
+type QueueView struct {
+	Steering []QueueItem
+	Queued   []QueueItem
+}
+
+// QueueItem is one waiting message.
+type QueueItem struct {
+	ID   string
+	Text string
+}
+
+// InteractionView is a pending approval or, when Question is set, a
+// question for the user.
+type InteractionView struct {
+	ID       string
+	Question bool
+	// An approval's call.
+	ToolName  string
+	Arguments string
+	Reason    string
+	Preview   *session.ApprovalPreview
+	// A question's questions.
+	Questions []session.Question
 }
