@@ -20,7 +20,7 @@ import (
 	"harness/internal/config"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -54,7 +54,7 @@ func requireBrowser(t *testing.T) {
 // server is the real app on a loopback port.
 type server struct {
 	t   *testing.T
-	app *testkit.App
+	app *apptest.App
 }
 
 type serverOpts struct {
@@ -79,7 +79,7 @@ func newServer(t *testing.T, o serverOpts) *server {
 	if demo == nil {
 		demo = []fake.Option{fake.WithChunkDelay(3 * time.Millisecond)}
 	}
-	a := testkit.StartApp(t, func(c *config.Config) {
+	a := apptest.StartApp(t, func(c *config.Config) {
 		c.AdminPassword = adminPass
 		if o.config != nil {
 			o.config(c)

@@ -40,7 +40,7 @@ func (b *browser) stopWithQueued(text string, stop func()) {
 	b.visible("#queue-paused")
 	b.visible("#queue-controls [data-action=queue-run]")
 	b.visible("#queue-controls [data-action=queue-clear]")
-	// Nothing starts by itself.
+	// Proves a negative: nothing starts by itself within 700 ms.
 	time.Sleep(700 * time.Millisecond)
 	if st := eval[string](b, `document.getElementById("agent-status").dataset.status`); st != "idle" {
 		b.t.Fatalf("after Stop the agent is %s", st)
@@ -80,7 +80,7 @@ func TestStopPausesQueue(t *testing.T) {
 	})
 	b.click("#queue-controls [data-action=queue-clear]")
 	b.waitJS("the queue to empty", `document.getElementById("queue-dock").classList.contains("hidden") && document.querySelectorAll("#queue-list .queue-item").length === 0`)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // proves a negative: the cleared message does not run
 	if b.hasUserText("cleared after the stop") {
 		t.Error("the cleared message ran")
 	}

@@ -135,16 +135,13 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var lastErr error
+	if !poll.Wait(t, func() bool {
 		evs, err := c.Events(ctx, s.ID, -1, 0)
-		if err == nil && countTurnEnds(evs.Events, "") >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the turn never reached the store (%v)\n%s", err, srv.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		lastErr = err
+		return err == nil && countTurnEnds(evs.Events, "") >= 1
+	}, poll.Within(30*time.Second), poll.Every(50*time.Millisecond)) {
+		t.Fatalf("the turn never reached the store (%v)\n%s", lastErr, srv.logs.String())
 	}
 	log := toSession(t, events(t, c, s.ID))
 	for i, ev := range log {

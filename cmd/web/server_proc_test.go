@@ -16,6 +16,7 @@ import (
 
 	"harness/client"
 	"harness/internal/config"
+	"harness/internal/testkit/poll"
 )
 
 // The test binary doubles as the server: with HARNESS_TEST_SERVE=1 it runs
@@ -104,20 +105,18 @@ func tryStartServer(t *testing.T, dir string, env ...string) (*serverProc, error
 	case <-time.After(30 * time.Second):
 		return p, fmt.Errorf("server did not start")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	ready := poll.Wait(t, func() bool {
 		res, err := http.Get(p.URL + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return p, nil
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			return p, fmt.Errorf("server never ready")
-		}
-		time.Sleep(10 * time.Millisecond)
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, poll.Every(10*time.Millisecond))
+	if !ready {
+		return p, fmt.Errorf("server never ready")
 	}
+	return p, nil
 }
 
 // kill sends SIGKILL: no shutdown code runs, as in a crash.

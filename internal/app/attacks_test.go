@@ -23,34 +23,29 @@ import (
 	"harness/internal/llm/fake"
 	"harness/internal/sandbox"
 	"harness/internal/session"
-	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
 	"harness/internal/testkit/poll"
 )
 
 // attackApp is the real app with small limits, so bounded attacks end fast.
-func attackApp(t *testing.T) *testkit.App {
+func attackApp(t *testing.T) *apptest.App {
 	t.Helper()
-	return testkit.StartApp(t, func(c *config.Config) {
+	return apptest.StartApp(t, func(c *config.Config) {
 		c.Sandbox.Limits = sandbox.Limits{Processes: 128, FileSizeBytes: 32 << 20, CPUSeconds: 60}
 	}, app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(time.Millisecond)}})
 }
 
 // runAs sends `run: script` in an auto-mode session of the user's and
 // returns the output of the bash call of the turn it starts.
-func runAs(t *testing.T, a *testkit.App, u testkit.User, sessionID, script string) string {
+func runAs(t *testing.T, a *apptest.App, u apptest.User, sessionID, script string) string {
 	t.Helper()
 	ctx := t.Context()
 	before := turnEnds(t, u.Client, sessionID)
 	if _, err := u.Client.SendMessage(ctx, sessionID, "run: "+script, ""); err != nil {
 		t.Fatalf("send: %v", err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for turnEnds(t, u.Client, sessionID) == before {
-		if time.Now().After(deadline) {
-			t.Fatal("the turn did not end")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Eventually(t, "the turn to end", func() bool { return turnEnds(t, u.Client, sessionID) != before },
+		poll.Within(60*time.Second), poll.Every(20*time.Millisecond))
 	out := ""
 	for _, ev := range allEvents(t, u.Client, sessionID) {
 		if ev.Type != "tool/result" {
@@ -119,20 +114,13 @@ func hasLine(out, s string) bool {
 // queued.
 func waitIdle(t *testing.T, c *client.Client, id string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll.Eventually(t, "the session to go idle", func() bool {
 		s, err := c.GetSession(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Status == client.StatusIdle && len(s.Queue.Queued) == 0 && len(s.Queue.Steering) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the session did not go idle")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return s.Status == client.StatusIdle && len(s.Queue.Queued) == 0 && len(s.Queue.Steering) == 0
+	}, poll.Within(60*time.Second), poll.Every(20*time.Millisecond))
 }
 
 // TestSandboxAttacksFail runs, as a user who is not an admin, through the
@@ -320,7 +308,7 @@ func TestFreshCloneRunsToolsWithRelativeDataDir(t *testing.T) {
 	if cfg.DataDir != filepath.Join(dir, "data") {
 		t.Fatalf("data dir %q is not absolute", cfg.DataDir)
 	}
-	a := testkit.StartApp(t, func(c *config.Config) { c.DataDir, c.DBDSN = cfg.DataDir, cfg.DBDSN }, app.Options{})
+	a := apptest.StartApp(t, func(c *config.Config) { c.DataDir, c.DBDSN = cfg.DataDir, cfg.DBDSN }, app.Options{})
 	u := a.User(t, "newcomer", false)
 	s, err := u.Client.CreateSession(t.Context(), client.NewSession{Mode: "auto"})
 	if err != nil {
@@ -345,7 +333,7 @@ func TestNoSandboxRefusesToolsLoudly(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "repo"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	a := testkit.StartApp(t, func(c *config.Config) { c.WorkspaceRoots = []config.WorkspaceRoot{{Path: root}} },
+	a := apptest.StartApp(t, func(c *config.Config) { c.WorkspaceRoots = []config.WorkspaceRoot{{Path: root}} },
 		app.Options{Sandbox: sandbox.Unavailable(reason), DemoOptions: []fake.Option{fake.WithChunkDelay(time.Millisecond)}})
 	ctx := t.Context()
 	u := a.User(t, "carol", false)

@@ -16,6 +16,7 @@ import (
 	"harness/internal/app"
 	"harness/internal/llm/fake"
 	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
 )
 
 // BenchmarkColdReopen is the side-by-side measurements' "cold reopen": a
@@ -31,8 +32,8 @@ import (
 //
 // HARNESS_BENCH_CPUPROFILE names a CPU profile of the timed reads only.
 func BenchmarkColdReopen(b *testing.B) {
-	cfg := testkit.Config(b.TempDir())
-	opts := testkit.Options(app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(0)}})
+	cfg := apptest.Config(b.TempDir())
+	opts := apptest.Options(app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(0)}})
 	start := func() (*app.App, *httptest.Server, func()) {
 		a, err := app.New(context.Background(), testkit.Logger(), cfg, opts)
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 	"harness/internal/llm/fake"
 	"harness/internal/llm/openai"
 	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
+	"harness/internal/testkit/poll"
 )
 
 // faultModel answers "fault: <kind>" prompts with that fault on the first
@@ -81,7 +83,7 @@ func TestModelFaultsUnderLoad(t *testing.T) {
 		IdleTimeout: 2 * time.Second, Retry: retry, // generous: a loaded CI machine must not trip it by accident
 	})
 	ctx := context.Background()
-	a := testkit.StartApp(t, nil, app.Options{Providers: []llm.Provider{prov}})
+	a := apptest.StartApp(t, nil, app.Options{Providers: []llm.Provider{prov}})
 	c := a.User(t, "ops", false).Client
 
 	cases := []struct {
@@ -111,7 +113,7 @@ func TestModelFaultsUnderLoad(t *testing.T) {
 				errs <- err
 				return
 			}
-			got, err := waitOutcome(ctx, c, s.ID)
+			got, err := waitOutcome(t, ctx, c, s.ID)
 			if err != nil {
 				errs <- fmt.Errorf("%s: %w", tc.kind, err)
 				return
@@ -137,7 +139,7 @@ func TestModelFaultsUnderLoad(t *testing.T) {
 	if _, err := c.SendMessage(ctx, s.ID, "hello", "followup"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := waitOutcome(ctx, c, s.ID); err != nil || got.end != "completed" {
+	if got, err := waitOutcome(t, ctx, c, s.ID); err != nil || got.end != "completed" {
 		t.Fatalf("plain prompt after the storm: %+v %v", got, err)
 	}
 }
@@ -151,19 +153,22 @@ type outcome struct {
 
 // waitOutcome waits for the first turn/end and reads its reason, failure
 // code and the number of llm/retry events; the key never shows.
-func waitOutcome(ctx context.Context, c *client.Client, id string) (outcome, error) {
+// It returns errors rather than failing t: it runs on its own goroutine.
+func waitOutcome(t testing.TB, ctx context.Context, c *client.Client, id string) (outcome, error) {
 	var out outcome
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var failed error
+	ended := poll.Wait(t, func() bool {
 		page, err := c.Events(ctx, id, -1, 0)
 		if err != nil {
-			return out, err
+			failed = err
+			return true
 		}
-		out.retries = 0
+		out = outcome{}
 		for _, e := range page.Events {
 			data := string(e.Data)
 			if strings.Contains(data, "SECRET") {
-				return out, fmt.Errorf("the API key reached the log: %s", data)
+				failed = fmt.Errorf("the API key reached the log: %s", data)
+				return true
 			}
 			switch e.Type {
 			case "llm/retry":
@@ -171,12 +176,18 @@ func waitOutcome(ctx context.Context, c *client.Client, id string) (outcome, err
 			case "turn/end":
 				out.end = between(data, `"kind":"`, `"`)
 				out.code = between(data, `"code":"`, `"`)
-				return out, nil
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}, poll.Within(30*time.Second), poll.Every(20*time.Millisecond))
+	switch {
+	case failed != nil:
+		return out, failed
+	case !ended:
+		return out, fmt.Errorf("session %s: no turn end", id)
 	}
-	return out, fmt.Errorf("session %s: no turn end", id)
+	return out, nil
 }
 
 func between(s, start, end string) string {

@@ -22,11 +22,11 @@ var layers = [][]string{
 	{"internal/driver"},
 	{"internal/compact", "internal/metrics", "internal/driverstore", "internal/routes"},
 	{"internal/service"},
-	{"internal/render"},
+	{"internal/render", "internal/testkit"},
 	{"web/templates"},
 	{"internal/ws", "internal/web"},
 	{"internal/app"},
-	{"internal/testkit"},
+	{"internal/testkit/apptest"},
 	{"cmd/", "e2e"},
 }
 

@@ -24,7 +24,7 @@ import (
 	"harness/internal/llm/openai"
 	"harness/internal/models"
 	"harness/internal/session"
-	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
 )
 
 // fakeModelURL builds and starts cmd/fakellm once, in its own process, so
@@ -116,7 +116,7 @@ func BenchmarkTurnCPU(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			a := testkit.StartApp(b, nil, app.Options{Providers: []llm.Provider{p}})
+			a := apptest.StartApp(b, nil, app.Options{Providers: []llm.Provider{p}})
 			ctx := context.Background()
 			row := &models.Session{ID: "bench-" + fmt.Sprint(n), OwnerID: "u1", Provider: "bench", Model: "demo", Mode: "auto"}
 			if row.Workspace, err = a.Workspaces.CreateFresh(row.ID); err != nil {
@@ -201,7 +201,7 @@ func runTurns(b *testing.B, a *app.App, id, userID string, n int, text string) *
 // database's own size.
 func BenchmarkStorageBytesPerEvent(b *testing.B) {
 	for b.Loop() {
-		a := testkit.StartApp(b, nil, app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(0)}})
+		a := apptest.StartApp(b, nil, app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(0)}})
 		ctx := context.Background()
 		size := func() int64 {
 			if err := a.DB.W.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`).Error; err != nil {

@@ -14,36 +14,33 @@ import (
 
 	"harness/internal/compact"
 	"harness/internal/driver"
-	"harness/internal/driverstore"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/llm/openai"
 	"harness/internal/models"
-	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/session"
 	"harness/internal/testkit"
 	"harness/internal/tools"
-	"harness/internal/workspace"
 )
 
-// harness is one agent on real parts: a SQLite store in a temp dir with the
-// batched writer, the go-openai adapter against the scripted fake model
-// server over loopback HTTP, a manager that verifies every request against
-// the log, and compaction installed on it. The route's context window is
-// small so pressure is reachable with short conversations.
+// harness is one agent on real parts (testkit.Stack): a SQLite store in a
+// temp dir with the batched writer, the go-openai adapter against the
+// scripted fake model server over loopback HTTP, a manager that verifies
+// every request against the log, and compaction installed on it. The
+// route's context window is small so pressure is reachable with short
+// conversations.
 type harness struct {
-	t      *testing.T
-	ctx    context.Context
-	fake   *fake.Server
-	store  *models.Store
-	mgr    *driver.Manager
-	agent  *driver.Agent
-	reg    *llm.Registry
-	opts   compact.Options
-	mopts  driver.Options
-	logger *slog.Logger
-	logs   *logRecorder
-	closed bool
+	t     *testing.T
+	ctx   context.Context
+	stack *testkit.Stack
+	fake  *fake.Server
+	store *models.Store
+	agent *driver.Agent
+	reg   *llm.Registry
+	// opts are the compaction options installed (meter, logger and
+	// registry filled in), for manual compactions and measurements.
+	opts compact.Options
+	logs *logRecorder
 
 	mu        sync.Mutex
 	turns     []fake.Reply // answers to conversation requests, in order
@@ -66,79 +63,43 @@ const (
 
 func newHarness(t *testing.T, cfg config) *harness {
 	t.Helper()
-	ctx := t.Context()
-	dir := t.TempDir()
 	rec := &logRecorder{}
-	logger := slog.New(rec)
-	st := testkit.OpenStore(t)
-
-	h := &harness{t: t, ctx: ctx, store: st, logger: logger, logs: rec}
+	h := &harness{t: t, ctx: t.Context(), logs: rec}
 	retry := llm.DefaultRetryPolicy()
 	retry.InitialDelay, retry.MaxDelay = time.Millisecond, 5*time.Millisecond
-	var prov llm.Provider
-	h.fake, prov = testkit.FakeRoute(t, fake.Script{Responder: h.respond}, testkit.RouteOptions{
-		Name: provider, Model: model, Window: cfg.window, MaxTokens: 4096, Efforts: true, Thinking: true,
-		Retry: retry, IdleTimeout: 10 * time.Second,
-	}, fake.WithChunkDelay(0))
-	h.reg = llm.NewRegistry()
-	if err := h.reg.Register(prov); err != nil {
-		t.Fatal(err)
-	}
-	h.reg.SetDefault(provider, model)
-	treg := tools.NewRegistry()
-	treg.MustRegister(emitTool())
-
-	h.opts = cfg.opts
-	if h.opts.Meter == nil {
-		h.opts.Meter = compact.NewMeter()
-	}
-	h.opts.Logger = logger
-	h.opts.Providers = h.reg
-	h.mopts = driver.Options{Providers: h.reg, Tools: treg, VerifyRequests: true, OnLoad: compact.OnLoad, Confiner: workspace.Plain{Sandbox: sandboxtest.Shared(t)}}
-	h.start()
-	t.Cleanup(h.shutdown)
-
-	row := &models.Session{ID: "s1", OwnerID: "u1", Workspace: dir, Provider: provider, Model: model}
-	if err := st.CreateSession(ctx, row); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	h.agent, err = h.mgr.Create(ctx, driverstore.MetaOf(row))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.stack = testkit.NewStack(t, testkit.StackOptions{
+		Log:    slog.New(rec),
+		Script: &fake.Script{Responder: h.respond},
+		Route: testkit.RouteOptions{
+			Name: provider, Model: model, Window: cfg.window, MaxTokens: 4096, Efforts: true, Thinking: true,
+			Retry: retry, IdleTimeout: 10 * time.Second,
+		},
+		Fake: []fake.Option{fake.WithChunkDelay(0)},
+		// Only the emit tool: the built-ins' schemas would weigh on the
+		// small windows the tests count in.
+		Tools:          func(r *tools.Registry) { r.MustRegister(emitTool()) },
+		Plain:          true,
+		VerifyRequests: true,
+		Compaction:     &cfg.opts,
+	})
+	h.fake, h.store, h.reg, h.opts = h.stack.Fake, h.stack.Store, h.stack.Providers, h.stack.Compaction
+	h.agent = h.stack.CreateAgent(&models.Session{ID: "s1", OwnerID: "u1", Workspace: t.TempDir(), Provider: provider, Model: model})
 	if cfg.noCtx {
 		h.agent.Hooks().OnAssemble(noRuntimeContext)
 	}
 	return h
 }
 
-// start builds a manager on the store with compaction installed.
-func (h *harness) start() {
-	h.mgr = driver.NewManager(h.logger, driverstore.Store{S: h.store}, h.mopts)
-	compact.Install(h.mgr, h.opts)
-	h.closed = false
-}
-
 // restart shuts the manager down and starts a new one on the same store, as
 // a server restart does; the agent is loaded again (OnLoad runs).
 func (h *harness) restart() {
 	h.t.Helper()
-	h.shutdown()
-	h.start()
-	a, err := h.mgr.Get(h.ctx, "s1")
+	h.stack.Restart()
+	a, err := h.stack.Manager.Get(h.ctx, "s1")
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.agent = a
-}
-
-func (h *harness) shutdown() {
-	if h.closed {
-		return
-	}
-	h.closed = true
-	testkit.ShutdownManager(h.t, h.mgr)
 }
 
 func noRuntimeContext(ctx context.Context, a *driver.Assembly, next func(context.Context) (*driver.Assembly, error)) (*driver.Assembly, error) {

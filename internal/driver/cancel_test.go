@@ -14,6 +14,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/session"
+	"harness/internal/testkit/poll"
 	"harness/internal/tools"
 )
 
@@ -232,6 +233,7 @@ func TestCase37CancelKeepsQueue(t *testing.T) {
 	if len(q.Queued) != 1 || q.Queued[0].ID != queued.ID || len(q.Steering) != 1 || q.Steering[0].ID != steer.ID {
 		t.Fatalf("queue after Stop %+v", q)
 	}
+	// Proves a negative: the paused queue does not start within 100 ms.
 	time.Sleep(100 * time.Millisecond)
 	if h.agent.Status() != driver.StatusIdle || len(h.fake.Requests()) != 1 || len(h.turnEnds()) != 1 {
 		t.Fatalf("the paused queue started by itself:\n%s", h.dump())
@@ -300,9 +302,9 @@ func TestCase38WakeLatch(t *testing.T) {
 		h, release := latchHarness(t, userCancel)
 		done := make(chan error, 1)
 		go func() { done <- h.mgr.Remove(h.ctx, h.agent.ID()) }()
-		for !errors.Is(h.agent.Followup(h.ctx, userMsg("too late")), driver.ErrDisposed) {
-			time.Sleep(time.Millisecond)
-		}
+		poll.Eventually(t, "the removed agent to refuse input", func() bool {
+			return errors.Is(h.agent.Followup(h.ctx, userMsg("too late")), driver.ErrDisposed)
+		}, poll.Every(time.Millisecond))
 		close(release)
 		if err := <-done; err != nil {
 			t.Fatal(err)

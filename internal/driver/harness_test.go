@@ -3,7 +3,6 @@ package driver_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,32 +15,28 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
-	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/session"
 	"harness/internal/testkit"
-	"harness/internal/tools"
-	"harness/internal/tools/builtin"
-	"harness/internal/workspace"
+	"harness/internal/testkit/poll"
 )
 
-// harness is one agent on real parts: a SQLite store in a temp dir, the
-// batched writer, the real go-openai adapter against the scripted fake model
-// server over loopback HTTP, the built-in tools in a temp workspace, and a
-// manager that verifies every request against the log.
+// harness is one agent on real parts (testkit.Stack): a SQLite store in a
+// temp dir, the batched writer, the real go-openai adapter against the
+// scripted fake model server over loopback HTTP, the built-in tools in a
+// temp workspace, and a manager that verifies every request against the
+// log.
 type harness struct {
-	t      testing.TB
-	ctx    context.Context
-	fake   *fake.Server
-	store  *models.Store
-	mgr    *driver.Manager
-	agent  *driver.Agent
-	ws     string
-	dir    string
-	live   *liveRecorder
-	route  [2]string // provider, model of new sessions
-	closed bool
-	logger *slog.Logger
-	mopts  driver.Options
+	t     testing.TB
+	ctx   context.Context
+	stack *testkit.Stack
+	fake  *fake.Server
+	store *models.Store
+	mgr   *driver.Manager // the stack's, again after restart
+	agent *driver.Agent
+	ws    string
+	dir   string
+	live  *liveRecorder
+	route [2]string // provider, model of new sessions
 }
 
 type harnessOpt func(*harnessConfig)
@@ -85,53 +80,38 @@ func newHarness(t testing.TB, script fake.Script, opts ...harnessOpt) *harness {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ctx := t.Context()
-	dir := t.TempDir()
-	logger := testkit.Logger()
-	st := testkit.OpenStore(t)
-	srv, prov := testkit.FakeRoute(t, script, testkit.RouteOptions{
-		APIKey: "sk-test-secret", MaxTokens: 4096, Efforts: true, Thinking: true,
-		Retry: cfg.retry, IdleTimeout: 10 * time.Second,
-	})
-	reg := llm.NewRegistry()
-	if err := reg.Register(prov); err != nil {
-		t.Fatal(err)
+	so := testkit.StackOptions{
+		Script: &script,
+		Route: testkit.RouteOptions{
+			APIKey: "sk-test-secret", MaxTokens: 4096, Efforts: true, Thinking: true,
+			Retry: cfg.retry, IdleTimeout: 10 * time.Second,
+		},
+		// Driver tests choose their workspace directory freely.
+		Plain:          true,
+		VerifyRequests: true,
+		Manager: func(o *driver.Options) {
+			o.MaxParallelTools = cfg.maxParallel
+			if cfg.managerOpts != nil {
+				cfg.managerOpts(o)
+			}
+		},
+		Store: cfg.store,
 	}
-	reg.SetDefault("fake", "fake-model")
+	if cfg.provider != nil {
+		so.Providers = []llm.Provider{cfg.provider}
+	}
+	st := testkit.NewStack(t, so)
 	route := [2]string{"fake", "fake-model"}
 	if cfg.provider != nil {
-		if err := reg.Register(cfg.provider); err != nil {
-			t.Fatal(err)
-		}
 		info := cfg.provider.Info()
 		route = [2]string{info.Name, info.DefaultModel}
 	}
-	treg := tools.NewRegistry()
-	if err := builtin.Register(treg, builtin.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	mopts := driver.Options{Providers: reg, Tools: treg, VerifyRequests: true, MaxParallelTools: cfg.maxParallel, Confiner: workspace.Plain{Sandbox: sandboxtest.Shared(t)}}
-	if cfg.managerOpts != nil {
-		cfg.managerOpts(&mopts)
-	}
-	var dstore driver.Store = driverstore.Store{S: st}
-	if cfg.store != nil {
-		dstore = cfg.store(dstore)
-	}
-	mgr := driver.NewManager(logger, dstore, mopts)
-	h := &harness{t: t, ctx: ctx, fake: srv, store: st, mgr: mgr, dir: dir, ws: filepath.Join(dir, "ws"), live: &liveRecorder{}, route: route, logger: logger, mopts: mopts}
-	if err := os.MkdirAll(h.ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The workspace belongs to the tools' user, as the server makes it.
-	if err := sandboxtest.Shared(t).Own(h.ws); err != nil {
-		t.Fatal(err)
-	}
-	cancelLive := mgr.SubscribeLive(h.live.record)
-	t.Cleanup(func() {
-		cancelLive()
-		h.shutdown()
-	})
+	h := &harness{t: t, ctx: t.Context(), stack: st, fake: st.Fake, store: st.Store, mgr: st.Manager,
+		dir: st.Dir, ws: st.PlainWorkspace(), live: &liveRecorder{}, route: route}
+	// The stack's cleanup, registered earlier, shuts the manager down after
+	// this one ends the subscription.
+	cancelLive := st.Manager.SubscribeLive(h.live.record)
+	t.Cleanup(cancelLive)
 	if !cfg.noAgent {
 		h.agent = h.newSession("s1")
 	}
@@ -163,19 +143,10 @@ func (h *harness) newSession(id string) *driver.Agent {
 // same store, as a server restart does; the agent is loaded again lazily.
 func (h *harness) restart() {
 	h.t.Helper()
-	h.shutdown()
-	h.closed = false
-	h.mgr = driver.NewManager(h.logger, driverstore.Store{S: h.store}, h.mopts)
+	h.stack.Restart()
+	h.mgr = h.stack.Manager
 	h.mgr.SubscribeLive(h.live.record)
 	h.agent = nil
-}
-
-func (h *harness) shutdown() {
-	if h.closed {
-		return
-	}
-	h.closed = true
-	testkit.ShutdownManager(h.t, h.mgr)
 }
 
 func userMsg(text string) llm.Message {
@@ -250,17 +221,19 @@ func (h *harness) lastTurnEnd() session.TurnEndReason {
 // waitEvent blocks until an event satisfying ok is in the log.
 func (h *harness) waitEvent(ok func(session.Event) bool) session.Event {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var found session.Event
+	if !poll.Wait(h.t, func() bool {
 		for _, ev := range h.events() {
 			if ok(ev) {
-				return ev
+				found = ev
+				return true
 			}
 		}
-		time.Sleep(2 * time.Millisecond)
+		return false
+	}, poll.Every(2*time.Millisecond)) {
+		h.t.Fatalf("timed out waiting for an event\n%s", h.dump())
 	}
-	h.t.Fatalf("timed out waiting for an event\n%s", h.dump())
-	return session.Event{}
+	return found
 }
 
 func isType(t session.Type) func(session.Event) bool {

@@ -13,6 +13,7 @@ import (
 	"harness/internal/llm/fake"
 	"harness/internal/session"
 	"harness/internal/testkit"
+	"harness/internal/testkit/poll"
 )
 
 // A graceful restart keeps the queue: the running turn ends aborted with
@@ -121,16 +122,10 @@ func TestIdleUnloadAndReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := h.mgr.Lookup("s1"); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("idle agent never unloaded")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Eventually(t, "the idle agent to unload", func() bool {
+		_, ok := h.mgr.Lookup("s1")
+		return !ok
+	}, poll.Within(10*time.Second))
 	if a, ok := h.mgr.Lookup("s2"); !ok || a != pinned {
 		t.Fatal("a pinned agent was unloaded")
 	}

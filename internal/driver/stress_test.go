@@ -44,7 +44,7 @@ func TestNoStrandedInput(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					<-h.agent.WhenIdle()
 				} else {
-					time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+					time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond) // shapes load: lands sends at random points of a turn
 				}
 			}
 		})

@@ -107,7 +107,7 @@ func BenchmarkWriterLatency(b *testing.B) {
 			w.Enqueue(sess.ID, benchEvent(seq))
 			seq++
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // shapes load: a trickle, so batches wait for their timer
 	}
 	if err := w.FlushAll(context.Background()); err != nil {
 		b.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"harness/internal/testkit/poll"
 )
 
 // A full disk fails writes with a clear error and keeps the events queued;
@@ -41,16 +43,12 @@ func TestWriterDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := s.W.Flush(ctxTimeout(t, 10*time.Second), id)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("writes never resumed: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var lastErr error
+	if !poll.Wait(t, func() bool {
+		lastErr = s.W.Flush(ctxTimeout(t, 10*time.Second), id)
+		return lastErr == nil
+	}, poll.Every(50*time.Millisecond)) {
+		t.Fatalf("writes never resumed: %v", lastErr)
 	}
 	if head, _ := s.Head(t.Context(), id); head != 49 {
 		t.Fatalf("head %d after space came back", head)

@@ -65,7 +65,7 @@ func crashHelper(path string) int {
 	for ; ; seq++ {
 		w.Enqueue(crashSession, variedEvent(crashSession, seq))
 		if seq%50 == 0 {
-			time.Sleep(time.Millisecond) // keep the queue bounded
+			time.Sleep(time.Millisecond) // shapes load: keeps the queue bounded
 		}
 	}
 }

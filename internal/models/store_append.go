@@ -13,3 +13,7 @@ func (s *Store) Enqueue(sessionID string, ev session.Event) { s.W.Enqueue(sessio
 
 // Flush returns once every event enqueued for sessionID is durable.
 func (s *Store) Flush(ctx context.Context, sessionID string) error { return s.W.Flush(ctx, sessionID) }
+
+// Forget drops a deleted (or replaced) session's queued events; waiting
+// flushes return ErrNotFound.
+func (s *Store) Forget(sessionID string) { s.W.Forget(sessionID) }

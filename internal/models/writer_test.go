@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"harness/internal/session"
+	"harness/internal/testkit/poll"
 )
 
 func TestWriterRoundTrip10k(t *testing.T) {
@@ -29,7 +30,7 @@ func TestWriterRoundTrip10k(t *testing.T) {
 				for seq := range int64(perSession) {
 					s.W.Enqueue(ids[g], variedEvent(ids[g], seq))
 					if seq%97 == 0 {
-						time.Sleep(time.Millisecond) // spread the session over several batches
+						time.Sleep(time.Millisecond) // shapes load: spreads the session over several batches
 					}
 				}
 			})
@@ -326,15 +327,12 @@ func TestWriterRetriesAndKeepsFailedWrites(t *testing.T) {
 		// The events stayed queued: once the fault clears, a retry writes
 		// them and clears the error.
 		fail(false)
-		for {
-			err := s.W.Flush(ctx, a)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("events never written after recovery: %v", err)
-			}
-			time.Sleep(5 * time.Millisecond)
+		var lastErr error
+		if !poll.Wait(t, func() bool {
+			lastErr = s.W.Flush(ctx, a)
+			return lastErr == nil
+		}) {
+			t.Fatalf("events never written after recovery: %v", lastErr)
 		}
 		if err := s.W.Flush(ctx, b); err != nil {
 			t.Fatalf("other session after recovery: %v", err)

@@ -15,16 +15,12 @@ import (
 
 	"harness/internal/compact"
 	"harness/internal/driver"
-	"harness/internal/driverstore"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
-	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/session"
 	"harness/internal/testkit"
-	"harness/internal/tools"
-	"harness/internal/tools/builtin"
-	"harness/internal/workspace"
+	"harness/internal/testkit/poll"
 )
 
 // -update-fixtures records testdata/sessions/*.jsonl again from real runs:
@@ -32,7 +28,8 @@ import (
 // fake model) over loopback HTTP. The golden files then need -update.
 var updateFixtures = flag.Bool("update-fixtures", false, "record the session fixtures again")
 
-// recorder runs one real agent on a temp SQLite store.
+// recorder runs one real agent on the test stack (testkit.Stack) with p as
+// its model route.
 type recorder struct {
 	t     *testing.T
 	ctx   context.Context
@@ -40,39 +37,16 @@ type recorder struct {
 	agent *driver.Agent
 }
 
-func newRecorder(t *testing.T, p llm.Provider) *recorder {
+// newRecorder starts the agent; o may ask for more (compaction), its model
+// route and workspace rules are the recorder's.
+func newRecorder(t *testing.T, p llm.Provider, o testkit.StackOptions) *recorder {
 	t.Helper()
-	ctx := t.Context()
-	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	st := testkit.OpenStore(t)
-	reg := llm.NewRegistry()
-	if err := reg.Register(p); err != nil {
-		t.Fatal(err)
-	}
-	treg := tools.NewRegistry()
-	if err := builtin.Register(treg, builtin.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: workspace.Plain{Sandbox: sandboxtest.Shared(t)}})
-	ws := filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	row := &models.Session{ID: "fixture", OwnerID: "u-ada", Workspace: ws, Provider: p.Info().Name, Model: p.Info().DefaultModel}
-	if err := st.CreateSession(ctx, row); err != nil {
-		t.Fatal(err)
-	}
-	ag, err := mgr.Create(ctx, driverstore.MetaOf(row))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = mgr.Shutdown(sctx)
-	})
-	return &recorder{t: t, ctx: ctx, mgr: mgr, agent: ag}
+	o.Log = slog.New(slog.DiscardHandler)
+	o.Providers = []llm.Provider{p}
+	o.Plain = true
+	st := testkit.NewStack(t, o)
+	ag := st.CreateAgent(&models.Session{ID: "fixture", OwnerID: "u-ada", Workspace: st.PlainWorkspace()})
+	return &recorder{t: t, ctx: t.Context(), mgr: st.Manager, agent: ag}
 }
 
 // answerAll approves every approval and answers every question with the
@@ -111,9 +85,11 @@ func (r *recorder) send(from, text string) {
 	r.idle()
 }
 
+// idle waits for the turn to end. A send opens its turn before it returns
+// (and a cancel leaves the agent busy until the turn has ended), so Wait
+// cannot return early.
 func (r *recorder) idle() {
 	r.t.Helper()
-	time.Sleep(20 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
 	defer cancel()
 	if err := r.agent.Wait(ctx); err != nil {
@@ -165,7 +141,7 @@ func TestRecordFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer stop()
-		r := newRecorder(t, p)
+		r := newRecorder(t, p, testkit.StackOptions{})
 		r.answerAll()
 		for _, prompt := range []string{
 			"hello <b>bold</b> <script>alert(1)</script>",
@@ -191,14 +167,14 @@ func TestRecordFixtures(t *testing.T) {
 		retry := llm.DefaultRetryPolicy()
 		retry.InitialDelay, retry.MaxDelay = 5*time.Millisecond, 20*time.Millisecond
 		_, p := testkit.FakeRoute(t, script, testkit.RouteOptions{Thinking: true, Retry: retry})
-		r := newRecorder(t, p)
+		r := newRecorder(t, p, testkit.StackOptions{})
 		r.send("ada", "show me code")
 		r.send("ada", "this fails")
 		from := r.agent.Log().Len()
 		if err := r.agent.Followup(r.ctx, llm.UserText("stop me", llm.Source{Kind: llm.SourceUser, UserID: "u-ada", Name: "Ada"})); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return countChunks(r.agent.Log(), from, llm.ChunkTextDelta) >= 4 })
+		poll.Eventually(t, "four text chunks before the stall", func() bool { return countChunks(r.agent.Log(), from, llm.ChunkTextDelta) >= 4 })
 		r.agent.Cancel(session.CancelCause{Kind: session.CauseUser, UserID: "u-ada"}, true)
 		r.idle()
 		r.send("ada", "hit the limit")
@@ -211,8 +187,7 @@ func TestRecordFixtures(t *testing.T) {
 // compaction inside a turn, then a manual compaction between turns.
 func recordCompaction(t *testing.T) {
 	_, p := testkit.FakeRoute(t, fake.Script{Responder: compactionResponder}, testkit.RouteOptions{Window: 6_000})
-	r := newRecorder(t, p)
-	compact.Install(r.mgr, compact.Options{})
+	r := newRecorder(t, p, testkit.StackOptions{Compaction: &compact.Options{}})
 	for i, prompt := range []string{
 		"Goal: write a tiny calculator in Go. Start with the parser.",
 		"Now the evaluator.",
@@ -271,17 +246,6 @@ func countChunks(l *session.Log, from int64, typ llm.ChunkType) int {
 		}
 	}
 	return n
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // loadFixture reads testdata/sessions/<name>.jsonl.

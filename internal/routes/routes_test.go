@@ -30,7 +30,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	// A real SQLite file; the package's tests need no more of the stack
-	// than the settings tables (testkit.OpenStore would pull in app).
+	// than the settings tables.
 	db, err := models.Open(t.Context(), slog.New(slog.DiscardHandler), models.Config{Driver: models.DriverSQLite, DSN: filepath.Join(t.TempDir(), "h.db")})
 	if err != nil {
 		t.Fatal(err)

@@ -269,7 +269,7 @@ func TestLimits(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(2 * time.Second)
+			time.Sleep(2 * time.Second) // shapes load: lets the loop run into the limit; the bound is checked, no event awaited
 			marks, _ := filepath.Glob(filepath.Join(l.ws, "m*"))
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
@@ -300,7 +300,7 @@ func TestForkBombEndsWithItsGroup(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(time.Second) // shapes load: lets the bomb grow before its group is killed
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			done := make(chan struct{})
 			go func() { cmd.Wait(); close(done) }()

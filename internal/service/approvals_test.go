@@ -9,6 +9,7 @@ import (
 	"harness/internal/driver"
 	"harness/internal/service"
 	"harness/internal/session"
+	"harness/internal/testkit/poll"
 )
 
 // pendingApproval waits for the session's pending approval.
@@ -18,18 +19,17 @@ func (e *env) pendingApproval(id string) driver.Interaction {
 	if !ok {
 		e.t.Fatal("the session is not loaded")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var asked driver.Interaction
+	poll.Eventually(e.t, "an approval to be asked", func() bool {
 		for _, in := range ag.PendingInteractions() {
 			if in.Kind == driver.KindApproval {
-				return in
+				asked = in
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatal("no approval was asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	}, poll.Within(10*time.Second))
+	return asked
 }
 
 // "Allow for this session" over the service: decisions are checked, the

@@ -5,19 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"harness/internal/app"
 	"harness/internal/auth"
+	"harness/internal/compact"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/service"
 	"harness/internal/testkit"
 )
 
-// env is the app on a temp dir with the demo model (the service is called
-// directly, not over HTTP) and one actor per role.
+// env is the test stack (testkit.Stack) wired as the app wires it, with
+// the demo model and compaction, the service called directly, and one
+// actor per role.
 type env struct {
 	t   *testing.T
-	app *testkit.App
+	app *testkit.Stack
 	svc *service.Service
 	// alice owns; carol collaborates and dave views alice's sessions when
 	// shared; bob is another user; root is an admin.
@@ -32,12 +33,19 @@ func newEnv(t *testing.T) *env {
 // newEnvWith is newEnv with extra model routes (the first is the default).
 func newEnvWith(t *testing.T, providers ...llm.Provider) *env {
 	t.Helper()
-	a := testkit.StartApp(t, nil, app.Options{
-		Providers:      providers,
-		DemoOptions:    []fake.Option{fake.WithChunkDelay(time.Millisecond)},
-		VerifyRequests: true,
-	})
-	e := &env{t: t, app: a, svc: a.Service}
+	return newEnvOn(t, testkit.StackOptions{Providers: providers})
+}
+
+// newEnvOn builds the env on a stack o describes; the demo model (paced so
+// a test can act during a turn), request verification and compaction are
+// always on.
+func newEnvOn(t *testing.T, o testkit.StackOptions) *env {
+	t.Helper()
+	o.Demo, o.DemoOptions = true, []fake.Option{fake.WithChunkDelay(time.Millisecond)}
+	o.VerifyRequests = true
+	o.Compaction = &compact.Options{}
+	st := testkit.NewStack(t, o)
+	e := &env{t: t, app: st, svc: st.Service}
 	e.alice, e.bob, e.carol, e.dave = e.user("alice", false), e.user("bob", false), e.user("carol", false), e.user("dave", false)
 	e.root = e.user("root", true)
 	return e
@@ -45,12 +53,7 @@ func newEnvWith(t *testing.T, providers ...llm.Provider) *env {
 
 func (e *env) user(name string, admin bool) *auth.Actor {
 	e.t.Helper()
-	u := e.app.User(e.t, name, admin)
-	a, err := e.app.Auth.TokenActor(e.t.Context(), u.Token)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return a
+	return e.app.Actor(name, admin)
 }
 
 // shared creates a session of alice's with carol as collaborator and dave

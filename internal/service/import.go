@@ -213,7 +213,7 @@ func (s *Service) undoImport(ctx context.Context, row *models.Session) {
 	if err := s.store.DeleteSession(ctx, row.ID); err != nil && !isNotFound(err) {
 		s.log.ErrorContext(ctx, "import: delete session", "session", row.ID, "err", err)
 	}
-	s.store.W.Forget(row.ID)
+	s.store.Forget(row.ID)
 	s.removeWorkspace(ctx, row)
 }
 

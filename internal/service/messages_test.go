@@ -16,6 +16,7 @@ import (
 	"harness/internal/models"
 	"harness/internal/service"
 	"harness/internal/session"
+	"harness/internal/testkit/poll"
 )
 
 func TestSendMessage(t *testing.T) {
@@ -71,13 +72,8 @@ func queueWhileRunning(t *testing.T, e *env, id string) (string, string) {
 		t.Fatal(err)
 	}
 	ag, _ := e.app.Manager.Lookup(id)
-	deadline := time.Now().Add(10 * time.Second)
-	for q := ag.Queue(); len(q.Queued) > 0; q = ag.Queue() {
-		if time.Now().After(deadline) {
-			t.Fatal("the first prompt was never claimed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Eventually(t, "the first prompt to be claimed", func() bool { return len(ag.Queue().Queued) == 0 },
+		poll.Within(10*time.Second), poll.Every(time.Millisecond))
 	a, err := e.svc.SendMessage(ctx, e.alice, id, service.Message{Content: "one"})
 	if err != nil {
 		t.Fatal(err)
@@ -134,17 +130,13 @@ func TestApprovalAndAnswerErrors(t *testing.T) {
 	}
 	ag, _ := e.app.Manager.Lookup(s.ID)
 	var q driver.Interaction
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Eventually(t, "a question to be asked", func() bool {
 		if in := ag.PendingInteractions(); len(in) > 0 {
 			q = in[0]
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no question was asked")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	}, poll.Within(10*time.Second))
 	wantCode(t, "approve a question", e.svc.Approve(ctx, e.alice, s.ID, q.ID, service.DecisionAllow), service.CodeNotPending)
 	wantCode(t, "no answers", e.svc.Answer(ctx, e.alice, s.ID, q.ID, nil), service.CodeBadAnswer)
 	wantCode(t, "unknown option", e.svc.Answer(ctx, e.alice, s.ID, q.ID, []session.Answer{{ID: "q1", Selected: []string{"maybe"}}}), service.CodeBadAnswer)
@@ -227,11 +219,8 @@ func TestFork(t *testing.T) {
 	if _, err := e.svc.SendMessage(ctx, e.alice, src.ID, service.Message{Content: "long: 3000"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !ag.Log().State().TurnOpen; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the turn never started")
-		}
-	}
+	poll.Eventually(t, "the turn to start", func() bool { return ag.Log().State().TurnOpen },
+		poll.Within(10*time.Second), poll.Every(time.Millisecond))
 	_, err = e.svc.Fork(ctx, e.alice, src.ID, nil)
 	wantCode(t, "fork a running session", err, service.CodeOpenTurn)
 	if err := e.svc.Cancel(ctx, e.alice, src.ID, false); err != nil {

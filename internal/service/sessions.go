@@ -455,7 +455,7 @@ func (s *Service) DeleteSession(ctx context.Context, a *auth.Actor, id string) e
 	if err := s.store.DeleteSession(ctx, id); err != nil && !isNotFound(err) {
 		return s.fail(ctx, "delete session", err)
 	}
-	s.store.W.Forget(id)
+	s.store.Forget(id)
 	// A subscriber may have loaded the agent again between Remove and the
 	// delete; the row is gone now, so this removal is final.
 	if err := s.mgr.Remove(context.WithoutCancel(ctx), id); err != nil {

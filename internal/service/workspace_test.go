@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"harness/internal/app"
 	"harness/internal/auth"
-	"harness/internal/config"
-	"harness/internal/llm/fake"
 	"harness/internal/service"
 	"harness/internal/session"
 	"harness/internal/testkit"
+	"harness/internal/testkit/poll"
 	"harness/internal/workspace"
 )
 
@@ -38,13 +36,10 @@ func newWorkspaceEnv(t *testing.T, forkCap int64) *wsEnv {
 			t.Fatal(err)
 		}
 	}
-	a := testkit.StartApp(t, func(c *config.Config) {
-		c.WorkspaceRoots = []config.WorkspaceRoot{{Path: projects}, {Path: team, Users: []string{"alice"}, Shared: true}}
-		c.ForkCopyMax = forkCap
-	}, app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(time.Millisecond)}, VerifyRequests: true})
-	e := &env{t: t, app: a, svc: a.Service}
-	e.alice, e.bob, e.carol, e.dave = e.user("alice", false), e.user("bob", false), e.user("carol", false), e.user("dave", false)
-	e.root = e.user("root", true)
+	e := newEnvOn(t, testkit.StackOptions{
+		WorkspaceRoots: []workspace.Root{{Path: projects}, {Path: team, Users: []string{"alice"}, Shared: true}},
+		ForkCopyMax:    forkCap,
+	})
 	return &wsEnv{env: e, projects: projects, team: team}
 }
 
@@ -205,20 +200,15 @@ func gitRepo(t *testing.T, dir string) {
 
 func waitWorkspace(t *testing.T, e *env, id string) service.Session {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s, err := e.svc.GetSession(t.Context(), e.alice, id)
-		if err != nil {
+	var s service.Session
+	poll.Eventually(t, "the workspace to be prepared", func() bool {
+		var err error
+		if s, err = e.svc.GetSession(t.Context(), e.alice, id); err != nil {
 			t.Fatal(err)
 		}
-		if s.Workspace.State != service.WorkspacePreparing {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the workspace is still being prepared")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return s.Workspace.State != service.WorkspacePreparing
+	}, poll.Within(30*time.Second), poll.Every(20*time.Millisecond))
+	return s
 }
 
 func TestCloneLocalRepository(t *testing.T) {
@@ -503,18 +493,14 @@ func TestCloneOverHTTPFromAnAllowedHost(t *testing.T) {
 // sent a moment after the workspace is marked ready).
 func waitTurnEnd(t *testing.T, e *env, id string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(t, "a turn to end", func() bool {
 		if ag, ok := e.app.Manager.Lookup(id); ok {
 			for _, ev := range ag.Log().Events(0, ag.Log().Len()) {
 				if ev.Type == session.TypeTurnEnd {
-					return
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no turn ended")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, poll.Within(30*time.Second), poll.Every(10*time.Millisecond))
 }

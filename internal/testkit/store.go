@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,10 +15,21 @@ import (
 // write to it (a manager) must be stopped in a cleanup registered later.
 func OpenStore(t testing.TB) *models.Store {
 	t.Helper()
-	log := Logger()
-	db, err := models.Open(t.Context(), log, models.Config{Driver: models.DriverSQLite, DSN: filepath.Join(t.TempDir(), "h.db")})
-	if err != nil {
-		t.Fatalf("open the store: %v", err)
+	return openStore(t, Logger(), t.TempDir(), nil)
+}
+
+// openStore starts the batched writer on db, or on a SQLite database it
+// opens in dir when db is nil. The writer is drained in t.Cleanup, and the
+// database closed when openStore opened it (a given one is its owner's).
+func openStore(t testing.TB, log *slog.Logger, dir string, db *models.DB) *models.Store {
+	t.Helper()
+	owned := db == nil
+	if owned {
+		var err error
+		db, err = models.Open(t.Context(), log, models.Config{Driver: models.DriverSQLite, DSN: filepath.Join(dir, "harness.db")})
+		if err != nil {
+			t.Fatalf("open the store: %v", err)
+		}
 	}
 	w := models.NewWriter(log, db, models.WriterOptions{})
 	t.Cleanup(func() {
@@ -26,8 +38,10 @@ func OpenStore(t testing.TB) *models.Store {
 		if err := w.Close(ctx); err != nil {
 			t.Errorf("close the writer: %v", err)
 		}
-		if err := db.Close(); err != nil {
-			t.Errorf("close the database: %v", err)
+		if owned {
+			if err := db.Close(); err != nil {
+				t.Errorf("close the database: %v", err)
+			}
 		}
 	})
 	return models.NewStore(log, db, w)

@@ -60,7 +60,7 @@ func (l *liveOutput) write(stream, text string) {
 		return
 	}
 	if room := l.max - l.sent; len(text) > room {
-		text = cutRunes(text, room) + liveTruncatedNote
+		text = CutRunes(text, room) + liveTruncatedNote
 		l.capped = true
 	}
 	l.sent += len(text)
@@ -130,9 +130,9 @@ func (l *liveOutput) close() {
 	l.flush(context.WithoutCancel(l.ctx))
 }
 
-// cutRunes returns the longest prefix of s of at most n bytes that does not
-// split a UTF-8 sequence.
-func cutRunes(s string, n int) string {
+// CutRunes returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence (tools truncating text for the model use it too).
+func CutRunes(s string, n int) string {
 	if n >= len(s) {
 		return s
 	}

@@ -433,7 +433,7 @@ func TestSinkErrors(t *testing.T) {
 			p := newPipeline(t, testTool("par", true, func(ctx context.Context, call *Call) (Result, error) {
 				defer finished.Add(1)
 				if call.ID == "c1" {
-					time.Sleep(20 * time.Millisecond) // still running when c3 fails to start
+					time.Sleep(20 * time.Millisecond) // a fake stall: still running when c3 fails to start
 				}
 				return TextResult(call.ID), nil
 			}))

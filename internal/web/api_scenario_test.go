@@ -11,67 +11,35 @@ import (
 
 	"github.com/coder/websocket"
 
-	"harness/internal/driver"
-	"harness/internal/driverstore"
-	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/models"
-	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/service"
-	"harness/internal/tools"
-	"harness/internal/tools/builtin"
-	"harness/internal/workspace"
+	"harness/internal/testkit"
 	"harness/internal/ws"
 )
 
 // withSessionAPI adds the session service and the WebSocket hub to a
-// scenario environment: the real writer, manager (offline demo model),
-// service and hub over the scenario database. Its Snapshot waits for the
-// scenario session to be idle and flushed, so a turn started by an
-// accepted row is not blamed on the next actor.
+// scenario environment: the test stack (testkit.Stack: the real writer,
+// manager with the offline demo model, service) over the scenario database
+// and accounts, and a hub. Its Snapshot waits for the scenario session to
+// be idle and flushed, so a turn started by an accepted row is not blamed
+// on the next actor.
 func withSessionAPI(t *testing.T) scenarioOptions {
 	return scenarioOptions{Deps: func(env *scenarioEnv, d *Deps) {
-		ctx := context.Background()
-		w := models.NewWriter(d.Log, env.DB, models.WriterOptions{})
-		st := models.NewStore(d.Log, env.DB, w)
-		demo, stop, err := fake.StartDemo(ctx, d.Log, fake.WithChunkDelay(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg := llm.NewRegistry()
-		if err := reg.Register(demo); err != nil {
-			t.Fatal(err)
-		}
-		treg := tools.NewRegistry()
-		if err := builtin.Register(treg, builtin.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		wsm, err := workspace.New(workspace.Deps{Sandbox: sandboxtest.Shared(t), DataDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mgr := driver.NewManager(d.Log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: wsm})
-		svc := service.New(service.Deps{Log: d.Log, Store: st, Manager: mgr, Meta: driverstore.Store{S: st}, Auth: env.Auth, Workspaces: wsm})
-		hub := ws.New(ws.Deps{Log: d.Log, Service: svc, Manager: mgr})
-		d.Service, d.WS = svc, hub
+		st := testkit.NewStack(t, testkit.StackOptions{
+			Log: d.Log, DB: env.DB, Auth: env.Auth, Demo: true, DemoOptions: []fake.Option{fake.WithChunkDelay(0)},
+		})
+		hub := ws.New(ws.Deps{Log: d.Log, Service: st.Service, Manager: st.Manager})
+		d.Service, d.WS = st.Service, hub
+		// Registered after the stack's cleanup, so the hub closes first.
 		t.Cleanup(func() {
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			_ = hub.Close(cctx)
-			_ = mgr.Shutdown(cctx)
-			_ = w.Close(cctx)
-			stop()
+			_ = hub.Close(ctx)
 		})
 		env.Snapshot = func(t *testing.T) any {
 			t.Helper()
-			if ag, ok := mgr.Lookup(env.SessionID); ok {
-				wctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-				defer cancel()
-				if err := ag.Wait(wctx); err != nil {
-					t.Fatalf("scenario session did not go idle: %v", err)
-				}
-			}
-			if err := w.Flush(t.Context(), env.SessionID); err != nil {
+			st.WaitIdle(t, env.SessionID)
+			if err := st.Writer.Flush(t.Context(), env.SessionID); err != nil {
 				t.Fatal(err)
 			}
 			return env.defaultSnapshot(t)

@@ -17,19 +17,20 @@ import (
 	"harness/internal/app"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
-	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
+	"harness/internal/testkit/poll"
 )
 
 // apiEnv is the real server (internal/app) on loopback with the demo model.
 type apiEnv struct {
-	app        *testkit.App
+	app        *apptest.App
 	alice, bob *client.Client
 	aliceTok   string
 }
 
 func newAPIEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	a := testkit.StartApp(t, nil, app.Options{
+	a := apptest.StartApp(t, nil, app.Options{
 		DemoOptions:    []fake.Option{fake.WithChunkDelay(time.Millisecond)},
 		VerifyRequests: true,
 	})
@@ -244,31 +245,30 @@ func TestRESTRoutes(t *testing.T) {
 
 func waitInteraction(t *testing.T, c *client.Client, id string) client.Interaction {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	var in client.Interaction
+	poll.Eventually(t, "an interaction", func() bool {
 		s, err := c.GetSession(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(s.Interactions) > 0 {
-			return s.Interactions[0]
+			in = s.Interactions[0]
+			return true
 		}
-	}
-	t.Fatal("no interaction")
-	return client.Interaction{}
+		return false
+	})
+	return in
 }
 
 func waitRunning(t *testing.T, c *client.Client, id string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	poll.Eventually(t, "the session to run its prompt", func() bool {
 		s, err := c.GetSession(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Status == client.StatusRunning && len(s.Queue.Queued) == 0 {
-			return
-		}
-	}
-	t.Fatal("never running")
+		return s.Status == client.StatusRunning && len(s.Queue.Queued) == 0
+	}, poll.Every(2*time.Millisecond))
 }
 
 // raw sends a request as alice (token) and returns status and body.

@@ -96,12 +96,22 @@ func (s *Server) history(c echo.Context, a *auth.Actor, id string) error {
 	if err != nil {
 		return s.pageError(c, err)
 	}
-	tr := s.ui.Markdown.Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
+	tr := s.fold(id, evs, a)
 	v := templates.HistoryView{Items: tr.Items, HasMore: more, Before: before}
 	if len(evs) > 0 {
 		v.Before = evs[0].Seq
 	}
 	return renderFragment(c, templates.HistoryPage(v))
+}
+
+// fold folds a page of events for the viewer; events it had to skip (their
+// data did not decode) are logged, since the page cannot show them.
+func (s *Server) fold(id string, evs []session.Event, a *auth.Actor) render.Transcript {
+	tr := s.ui.Markdown.Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
+	if tr.Malformed > 0 {
+		s.log.Warn("malformed events skipped on a page", "session", id, "count", tr.Malformed, "first", tr.First, "last", tr.Last)
+	}
+	return tr
 }
 
 func viewerID(a *auth.Actor) string {
@@ -122,7 +132,7 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 		return templates.ChatView{}, err
 	}
 	sess, evs, more := page.Session, page.Events, page.More
-	tr := s.ui.Markdown.Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
+	tr := s.fold(id, evs, a)
 	label, offline, window := s.routeLabel(sess.Provider, sess.Model)
 	if tr.ContextWindow > 0 {
 		window = tr.ContextWindow

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"harness/internal/config"
+	"harness/internal/testkit/poll"
 	"harness/internal/web"
 )
 
@@ -244,16 +245,10 @@ func TestColdChatPage(t *testing.T) {
 		wantStatus(t, "send", res, http.StatusSeeOther)
 		e.idle(id)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := e.app.Manager.Lookup(id); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the idle session was never unloaded")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Eventually(t, "the idle session to unload", func() bool {
+		_, ok := e.app.Manager.Lookup(id)
+		return !ok
+	}, poll.Within(10*time.Second))
 
 	res, body := admin.get("/sessions/" + id)
 	wantStatus(t, "cold chat page", res, http.StatusOK)

@@ -15,14 +15,14 @@ import (
 	"harness/internal/auth"
 	"harness/internal/config"
 	"harness/internal/llm/fake"
-	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
 )
 
 // pageEnv is the real server with two users, driven like a browser
 // without script: cookie jar, forms with the CSRF token.
 type pageEnv struct {
 	t   *testing.T
-	app *testkit.App
+	app *apptest.App
 }
 
 func newPageEnv(t *testing.T) *pageEnv {
@@ -33,7 +33,7 @@ func newPageEnv(t *testing.T) *pageEnv {
 // newPageEnvWith is newPageEnv with a change to the configuration.
 func newPageEnvWith(t *testing.T, cfg func(*config.Config)) *pageEnv {
 	t.Helper()
-	a := testkit.StartApp(t, func(c *config.Config) {
+	a := apptest.StartApp(t, func(c *config.Config) {
 		c.AdminPassword = "admin-password"
 		if cfg != nil {
 			cfg(c)

@@ -13,7 +13,7 @@ import (
 	"harness/internal/app"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
 )
 
 // BenchmarkFanout streams 50 chunks/s per session for 5 s and measures the
@@ -36,7 +36,7 @@ func fanout(b *testing.B, sessions, subsPer int) {
 	)
 	chunks := int(duration / time.Second * rate)
 	ctx := context.Background()
-	a := testkit.StartApp(b, nil, app.Options{
+	a := apptest.StartApp(b, nil, app.Options{
 		Providers: []llm.Provider{fake.Tick{Name: "tick", Every: time.Second / rate, Chunks: chunks}},
 	})
 	c := a.User(b, "bench", false).Client

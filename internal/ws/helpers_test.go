@@ -10,6 +10,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
 	"harness/internal/ws"
 )
 
@@ -18,7 +19,7 @@ import (
 // and the offline demo model ("demo").
 type env struct {
 	t    *testing.T
-	app  *testkit.App
+	app  *apptest.App
 	url  string
 	fake *fake.Server
 	// alice owns the sessions tests create; bob is another user.
@@ -43,7 +44,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if delay == 0 {
 		delay = 2 * time.Millisecond
 	}
-	a := testkit.StartApp(t, nil, app.Options{
+	a := apptest.StartApp(t, nil, app.Options{
 		Providers:      []llm.Provider{prov},
 		DemoOptions:    []fake.Option{fake.WithChunkDelay(max(delay, 0))},
 		VerifyRequests: true,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"harness/client"
+	"harness/internal/testkit/poll"
 	"harness/internal/ws"
 )
 
@@ -98,13 +99,8 @@ func TestSlowConsumerIsCutAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Read nothing until the server gives up on us.
-	deadline := time.Now().Add(30 * time.Second)
-	for e.app.Hub.Stats().SlowClosed == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow consumer was never cut")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Eventually(t, "the slow consumer to be cut", func() bool { return e.app.Hub.Stats().SlowClosed != 0 },
+		poll.Within(30*time.Second))
 	var got []client.Event
 	for p := range sub.C {
 		if p.Ch == client.ChEvent {
@@ -177,9 +173,7 @@ func TestFollowSurvivesSlowConsumerCut(t *testing.T) {
 			case p.Ch == client.ChEvent:
 				got = append(got, *p.Event)
 				// Stall until the server has given up on this socket.
-				for reconnects == 0 && e.app.Hub.Stats().SlowClosed == 0 {
-					time.Sleep(time.Millisecond)
-				}
+				poll.Wait(t, func() bool { return reconnects != 0 || e.app.Hub.Stats().SlowClosed != 0 }, poll.Every(time.Millisecond))
 				if turnEnded(1)(p) {
 					return errDone
 				}

@@ -3,27 +3,18 @@ package ws
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"harness/internal/auth"
-	"harness/internal/driver"
-	"harness/internal/driverstore"
-	"harness/internal/llm"
 	"harness/internal/llm/fake"
-	"harness/internal/models"
-	"harness/internal/sandbox/sandboxtest"
 	"harness/internal/service"
-	"harness/internal/tools"
-	"harness/internal/tools/builtin"
-	"harness/internal/workspace"
+	"harness/internal/testkit"
 )
 
-// stack is a hub on real parts without HTTP: SQLite, the writer, the
-// manager with the offline demo model, the service.
+// stack is a hub on the test stack without HTTP (testkit.Stack): SQLite,
+// the writer, the manager with the offline demo model, the service; a
+// session of the owner's with the viewer as its viewer.
 type stack struct {
 	hub     *Hub
 	svc     *service.Service
@@ -35,63 +26,23 @@ type stack struct {
 
 func newStack(tb testing.TB, opts Options) *stack {
 	tb.Helper()
-	ctx := context.Background()
-	dir := tb.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	db, err := models.Open(ctx, log, models.Config{DSN: filepath.Join(dir, "h.db")})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := models.NewWriter(log, db, models.WriterOptions{})
-	st := models.NewStore(log, db, w)
-	as := auth.NewService(log, models.NewAuthStore(db), auth.Options{BcryptCost: bcrypt.MinCost})
-	demo, stop, err := fake.StartDemo(ctx, log, fake.WithChunkDelay(0))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	reg := llm.NewRegistry()
-	if err := reg.Register(demo); err != nil {
-		tb.Fatal(err)
-	}
-	treg := tools.NewRegistry()
-	if err := builtin.Register(treg, builtin.Options{}); err != nil {
-		tb.Fatal(err)
-	}
-	wsm, err := workspace.New(workspace.Deps{Sandbox: sandboxtest.Shared(tb), DataDir: dir})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	mgr := driver.NewManager(log, driverstore.Store{S: st}, driver.Options{Providers: reg, Tools: treg, Confiner: wsm})
-	svc := service.New(service.Deps{Log: log, Store: st, Manager: mgr, Meta: driverstore.Store{S: st}, Auth: as, Workspaces: wsm})
-	h := New(Deps{Log: log, Service: svc, Manager: mgr, Options: opts})
-	tb.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = h.Close(cctx)
-		_ = mgr.Shutdown(cctx)
-		_ = w.Close(cctx)
-		_ = db.Close()
-		stop()
+	st := testkit.NewStack(tb, testkit.StackOptions{
+		Log: slog.New(slog.DiscardHandler), Demo: true, DemoOptions: []fake.Option{fake.WithChunkDelay(0)},
 	})
-	s := &stack{hub: h, svc: svc, auth: as}
-	for _, name := range []string{"owner", "viewer"} {
-		u, err := as.CreateUser(ctx, name, name+"-password", false)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		a := &auth.Actor{UserID: u.ID, Name: u.Name, Role: auth.RoleUser, Via: auth.ViaToken}
-		if name == "owner" {
-			s.owner = a
-		} else {
-			s.viewer = a
-		}
-	}
-	sess, err := svc.CreateSession(ctx, s.owner, service.NewSession{Provider: "demo"})
+	h := New(Deps{Log: st.Log, Service: st.Service, Manager: st.Manager, Options: opts})
+	// Registered after the stack's cleanup, so the hub closes first.
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = h.Close(ctx)
+	})
+	s := &stack{hub: h, svc: st.Service, auth: st.Auth, owner: st.Actor("owner", false), viewer: st.Actor("viewer", false)}
+	sess, err := st.Service.CreateSession(tb.Context(), s.owner, service.NewSession{Provider: "demo"})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s.session = sess.ID
-	if err := as.AddMember(ctx, sess.ID, "viewer", auth.SessionRoleViewer); err != nil {
+	if err := st.Auth.AddMember(tb.Context(), sess.ID, "viewer", auth.SessionRoleViewer); err != nil {
 		tb.Fatal(err)
 	}
 	return s

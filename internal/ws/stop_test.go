@@ -101,6 +101,7 @@ func TestStopPausesQueueRunAndClear(t *testing.T) {
 		}
 		collect(t, sub, turnEnded(turn))
 		e.waitIdle(id)
+		// Proves a negative: the kept queue does not start within 50 ms.
 		time.Sleep(50 * time.Millisecond)
 		s, err := e.alice.GetSession(ctx, id)
 		if err != nil {

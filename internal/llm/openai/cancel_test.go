@@ -12,6 +12,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/llm/openai"
+	"harness/internal/testkit/poll"
 )
 
 // Cancelling mid-stream ends the call with ABORTED and leaves no goroutine
@@ -51,10 +52,8 @@ func TestCancelMidStream(t *testing.T) {
 	tr.CloseIdleConnections()
 	srv.Close()
 	hs.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The check below reports what is left when they do not end in time.
+	poll.Wait(t, func() bool { return runtime.NumGoroutine() <= base }, poll.Within(5*time.Second), poll.Every(10*time.Millisecond))
 	if n := runtime.NumGoroutine(); n > base {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])

@@ -91,18 +91,3 @@ func completeUTF8(p []byte) int {
 	}
 	return len(p)
 }
-
-// cutRunes returns the longest prefix of s of at most n bytes that does not
-// split a UTF-8 sequence.
-func cutRunes(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}

@@ -173,7 +173,7 @@ const survivorDelay = "0.8"
 // process ids, which a sandbox's PID namespace keeps from the host.
 func noSurvivor(t *testing.T, ws string) {
 	t.Helper()
-	time.Sleep(1200 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond) // proves a negative: past survivorDelay, no mark
 	if _, err := os.Stat(filepath.Join(ws, "survived")); err == nil {
 		t.Fatal("a process of the call outlived it and wrote its mark")
 	}

@@ -94,7 +94,7 @@ func executeRead(ctx context.Context, call *tools.Call) (tools.Result, error) {
 	for end < total && end < offset-1+limit {
 		line := strings.TrimRight(lines[end], "\r\n")
 		if utf8.RuneCountInString(line) > readMaxLineRunes {
-			line = cutRunes(line, runeOffset(line, readMaxLineRunes)) + " [... line truncated ...]"
+			line = tools.CutRunes(line, runeOffset(line, readMaxLineRunes)) + " [... line truncated ...]"
 		}
 		entry := fmt.Sprintf("%6d\t%s\n", end+1, line)
 		if sb.Len()+len(entry) > readMaxOutput && end >= offset {

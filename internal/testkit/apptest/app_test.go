@@ -1,4 +1,4 @@
-package testkit_test
+package apptest_test
 
 import (
 	"testing"
@@ -7,12 +7,12 @@ import (
 	"harness/internal/app"
 	"harness/internal/auth"
 	"harness/internal/config"
-	"harness/internal/testkit"
+	"harness/internal/testkit/apptest"
 )
 
 func TestStartApp(t *testing.T) {
 	t.Parallel()
-	a := testkit.StartApp(t, func(c *config.Config) { c.AdminPassword = "admin-password" }, app.Options{})
+	a := apptest.StartApp(t, func(c *config.Config) { c.AdminPassword = "admin-password" }, app.Options{})
 	if a.Config.AdminPassword != "admin-password" {
 		t.Errorf("cfg not applied: %+v", a.Config)
 	}

@@ -1,4 +1,11 @@
-package testkit
+// Package apptest starts the whole app (internal/app) on a loopback server
+// for tests that go through HTTP: users with tokens and Go clients, and a
+// wait for a session to go idle.
+//
+// It is apart from testkit because it imports internal/app, which imports
+// ws and web: their in-package tests could not import testkit otherwise.
+// Tests that need the parts without HTTP use testkit.NewStack.
+package apptest
 
 import (
 	"context"
@@ -13,6 +20,7 @@ import (
 	"harness/internal/app"
 	"harness/internal/auth"
 	"harness/internal/config"
+	"harness/internal/testkit"
 )
 
 // Config is the configuration StartApp uses: a loopback port and SQLite in
@@ -53,7 +61,7 @@ func StartApp(t testing.TB, cfg func(*config.Config), opts app.Options) *App {
 	if cfg != nil {
 		cfg(&c)
 	}
-	a, err := app.New(t.Context(), Logger(), c, Options(opts))
+	a, err := app.New(t.Context(), testkit.Logger(), c, Options(opts))
 	if err != nil {
 		t.Fatalf("build the app: %v", err)
 	}
