@@ -83,6 +83,7 @@ func TestImport(t *testing.T) {
 	}
 
 	bad := filepath.Join(corpusDir, "apps--web--cordis-tool-round--session.jsonl")
+	b.expectHTTPError("/sessions/import", 400) // the refusal is shown in place, with its reason
 	b.upload(bad, chromedp.WaitVisible(chromedp.CSS(".flash")))
 	if got := b.text(".flash"); !strings.Contains(got, "Import failed: line 8: seq gap") {
 		t.Fatalf("flash %q", got)

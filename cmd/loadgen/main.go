@@ -6,7 +6,9 @@
 // directory, the tick provider that stamps each chunk with its emission
 // time, so latency is measured from the provider to the client frame with
 // a shared clock). With -target it drives an existing server instead
-// (any provider; latency then comes from each event's append time, in ms).
+// (any provider; latency then comes from each event's append time, in ms;
+// its HARNESS_WS_MAX_SOCKETS must allow sessions × viewers sockets for the
+// token's user).
 //
 //	go run ./cmd/loadgen -sessions 100 -viewers 1 -rate 50 -chunks 250 -duration 20s
 //	go run ./cmd/loadgen -sessions 1 -viewers 500 -rate 50 -chunks 250 -duration 20s

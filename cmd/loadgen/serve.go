@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"harness/internal/config"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
+	"harness/internal/ws"
 )
 
 // serve is the spawned server: the real app with the tick provider as its
@@ -36,7 +36,16 @@ func serve(ctx context.Context, o options) error {
 	a, err := app.New(ctx, log, cfg, app.Options{
 		Getenv:    func(string) string { return "" },
 		Providers: []llm.Provider{fake.Tick{Name: "tick", Every: every, Chunks: o.chunks}},
+		// One user holds every viewer's socket: the per-user cap (64)
+		// would refuse any load beyond it.
+		WS: ws.Options{MaxSockets: 1 << 20},
 	})
+	if err != nil {
+		return err
+	}
+	// The listener before Start, as cmd/web does: nothing touches a
+	// session before the process holds its port and identity.
+	ln, err := a.Listen()
 	if err != nil {
 		return err
 	}
@@ -47,10 +56,6 @@ func serve(ctx context.Context, o options) error {
 		return err
 	}
 	tok, err := a.Auth.CreateToken(ctx, "load", "loadgen")
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}

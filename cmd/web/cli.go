@@ -17,7 +17,8 @@ import (
 	"harness/internal/models"
 )
 
-const cliUsage = `account commands (they open the database themselves; stop the server first when it uses SQLite):
+const cliUsage = `usage: web [flags] to serve (see -h), or one of these commands.
+account commands (they open the database themselves; stop the server first when it uses SQLite):
   user add NAME [--admin]      create a user; the password is read from standard input
   user passwd NAME             set a password, read from standard input; ends their logins
   user list                    list users
@@ -34,21 +35,27 @@ const cliUsage = `account commands (they open the database themselves; stop the 
 var errUsage = errors.New("usage")
 
 // RunCLI runs the account subcommands of the server binary ("user ...",
-// "token ..."). handled is false when args is not one of them, so main
-// goes on to serve. Passwords come from stdin, never from args; a new token
-// is printed once to stdout.
+// "token ...", "import ..."). handled is false when args is none of them
+// and holds only flags, so main goes on to serve; any other word (cfg.Args,
+// what config.Load left after the flags) is an unknown command, refused
+// with the list rather than served: a mistyped command must not start a
+// server. Passwords come from stdin, never from args; a new token is
+// printed once to stdout.
 func RunCLI(ctx context.Context, cfg config.Config, args []string, stdin io.Reader, stdout, stderr io.Writer) (handled bool, err error) {
 	if len(args) > 0 && args[0] == "import" {
 		return true, runImport(ctx, cfg, args[1:], stdout, stderr)
-	}
-	if len(args) == 0 || args[0] != "user" && args[0] != "token" {
-		return false, nil
 	}
 	defer func() {
 		if errors.Is(err, errUsage) {
 			fmt.Fprint(stderr, cliUsage)
 		}
 	}()
+	if len(args) == 0 || args[0] != "user" && args[0] != "token" {
+		if len(cfg.Args) > 0 {
+			return true, fmt.Errorf("unknown command %q: %w", cfg.Args[0], errUsage)
+		}
+		return false, nil
+	}
 	if len(args) < 2 {
 		return true, fmt.Errorf("%s: missing subcommand: %w", args[0], errUsage)
 	}

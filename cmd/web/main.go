@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -48,15 +47,18 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.Start(ctx); err != nil {
+	// The listener first, then Start (the replica's identity, then queued
+	// sessions): a start that cannot bind its port exits before it has
+	// touched a session.
+	ln, err := a.Listen()
+	if err != nil {
 		_ = a.Close(context.Background())
 		return err
 	}
-
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
+	if err := a.Start(ctx); err != nil {
+		_ = ln.Close()
 		_ = a.Close(context.Background())
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)

@@ -88,8 +88,13 @@ type App struct {
 	Sandbox    *sandbox.Sandbox
 	Workspaces *workspace.Manager
 	Web        *web.Server
+	// Leases are this replica's identity and session leases on PostgreSQL
+	// (replica.go); nil on SQLite, whose one process owns every session.
+	Leases *models.Leases
 
-	stopDemo func()
+	stopDemo   func()
+	advertise  string // the address registered for this replica (Listen)
+	registered bool   // the replicas row is written (Start)
 }
 
 // New opens the database and builds every part. Call Start to resume queued
@@ -98,6 +103,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
+	cfg.Replica = cfg.Replica.WithDefaults()
 	a := &App{Config: cfg, Log: log}
 	ok := false
 	defer func() {
@@ -126,10 +132,13 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		WriterPending:   func() int { return a.Writer.Stats().Pending },
 	})
 	a.Writer = models.NewWriter(log, db, models.WriterOptions{
-		OnError: func(id string, err error) { log.Error("session write failed", "session", id, "err", err) },
+		OnError: a.onWriteError,
 		OnBatch: a.Metrics.OnBatch,
 	})
 	a.Store = models.NewStore(log, db, a.Writer)
+	if err := a.setupLeases(); err != nil {
+		return nil, err
+	}
 
 	authOpts := auth.Options{}
 	if opts.AuthOptions != nil {
@@ -160,6 +169,8 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		OnLoad:         compact.OnLoad,
 		Observer:       a.Metrics.Observer(),
 		Confiner:       a.Workspaces,
+		Leases:         a.driverLeases(),
+		LeaseTTL:       cfg.Replica.LeaseTTL,
 	})
 	// One meter for the automatic triggers, the service and the renderer,
 	// so they share its incremental folds.
@@ -179,7 +190,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 			})
 		}
 	}
-	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: projections, Options: opts.WS})
+	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: projections, Access: a.Auth, Options: wsOptions(opts.WS, cfg.ClientLimits)})
 	a.Web = web.New(web.Deps{
 		Log:            log,
 		DB:             db,
@@ -246,6 +257,21 @@ func (a *App) liveContext(id string) (render.ContextFigures, bool) {
 	return render.ContextFigures{Tokens: m.Tokens, Window: m.Window}, ok
 }
 
+// wsOptions are the hub's options: those the caller set, then the
+// configured client limits.
+func wsOptions(o ws.Options, l config.ClientLimits) ws.Options {
+	if o.MaxSockets == 0 {
+		o.MaxSockets = l.WSMaxSockets
+	}
+	if o.CommandRate == 0 {
+		o.CommandRate = l.WSCommandRate
+	}
+	if o.CommandBurst == 0 {
+		o.CommandBurst = l.WSCommandBurst
+	}
+	return o
+}
+
 // WorkspaceRoot is the directory holding fresh workspaces (one per
 // session).
 func (a *App) WorkspaceRoot() string { return filepath.Join(a.Config.DataDir, "workspaces") }
@@ -267,6 +293,7 @@ func (a *App) Close(ctx context.Context) error {
 	if a.Manager != nil {
 		errs = append(errs, a.Manager.Shutdown(ctx))
 	}
+	errs = append(errs, a.unregister(ctx))
 	errs = append(errs, a.closeParts(ctx))
 	return errors.Join(errs...)
 }

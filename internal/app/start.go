@@ -6,12 +6,20 @@ import (
 	"net"
 )
 
-// Start runs the start-up checks in order: with no users, create the first
-// admin from HARNESS_ADMIN_PASSWORD or log a one-time setup link; refuse a
-// non-loopback bind unless a user with a password exists; then find
-// workspaces stored with a relative path again, restart interrupted clones
-// and resume sessions with queued input.
+// Start runs the start-up checks in order: on PostgreSQL, register this
+// replica (its identity: nothing touches a session before it); with no
+// users, create the first admin from HARNESS_ADMIN_PASSWORD or log a
+// one-time setup link; refuse a non-loopback bind unless a user with a
+// password exists; then find workspaces stored with a relative path again,
+// restart interrupted clones and resume sessions with queued input (on
+// PostgreSQL only those whose lease this replica can take).
+//
+// A server calls it once it holds its listener (Listen), so that a start
+// that cannot bind writes nothing.
 func (a *App) Start(ctx context.Context) error {
+	if err := a.register(ctx); err != nil {
+		return err
+	}
 	path, err := a.Auth.Bootstrap(ctx, a.Config.AdminPassword)
 	if err != nil {
 		return err

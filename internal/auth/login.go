@@ -25,13 +25,16 @@ const maxUserAgent = 255
 
 // Login checks a name and password and opens a login session. Every
 // failure is ErrInvalidCredentials, after the same bcrypt work whether or
-// not the user exists, or a *RateLimitError when the client address or the
-// name has used up its failed attempts in the window.
+// not the user exists, or a *RateLimitError when the client address, or
+// this name from this address, has used up its failed attempts in the
+// window. Failures are never counted against a name alone: a stranger
+// failing passwords for a name must not lock its owner out.
 func (s *Service) Login(ctx context.Context, name, password, clientAddr, userAgent string) (string, LoginSessionInfo, error) {
 	now := s.now()
 	name = NormalizeName(name)
-	keys := []string{"addr:" + clientAddr, "user:" + name}
-	if wait := s.limiter.check(now, keys...); wait > 0 {
+	// The name is bounded before it becomes a key: it is the client's input.
+	pair := truncateKey(name) + "\x00" + clientAddr
+	if wait := max(s.pairs.check(now, pair), s.addrs.check(now, clientAddr)); wait > 0 {
 		s.log.WarnContext(ctx, "login rate limited", "addr", clientAddr, "retry_after", wait)
 		return "", LoginSessionInfo{}, &RateLimitError{RetryAfter: wait}
 	}
@@ -44,7 +47,8 @@ func (s *Service) Login(ctx context.Context, name, password, clientAddr, userAge
 		}
 	}
 	if !s.checkPassword(rec, password) {
-		s.limiter.fail(now, keys...)
+		s.pairs.fail(now, pair)
+		s.addrs.fail(now, clientAddr)
 		// Log the name only when it is an account: a password typed into
 		// the name field must not reach the log.
 		if rec.ID != "" {
@@ -54,13 +58,23 @@ func (s *Service) Login(ctx context.Context, name, password, clientAddr, userAge
 		}
 		return "", LoginSessionInfo{}, ErrInvalidCredentials
 	}
-	s.limiter.reset("user:" + name)
+	// Only the pair is forgiven: a guesser who owns one account must not
+	// clear its address's count by signing in to it.
+	s.pairs.reset(pair)
 	cookie, info, err := s.startLogin(ctx, rec, clientAddr, userAgent)
 	if err != nil {
 		return "", LoginSessionInfo{}, err
 	}
 	s.log.InfoContext(ctx, "login", "user", rec.Name, "addr", clientAddr)
 	return cookie, info, nil
+}
+
+// truncateKey bounds a client-chosen part of a limiter key.
+func truncateKey(s string) string {
+	if len(s) > maxNameLen {
+		return s[:maxNameLen]
+	}
+	return s
 }
 
 // checkPassword runs bcrypt exactly once whatever the record holds, so
@@ -161,9 +175,11 @@ func (s *Service) Logout(ctx context.Context, cookieValue string) error {
 	if !wellFormed(cookieValue) {
 		return nil
 	}
-	if err := s.store.DeleteLogin(ctx, hashSecret(cookieValue)); err != nil && !isNotFound(err) {
+	id := hashSecret(cookieValue)
+	if err := s.store.DeleteLogin(ctx, id); err != nil && !isNotFound(err) {
 		return fmt.Errorf("logout: %w", err)
 	}
+	s.notify(ctx, AccessChange{CredentialID: id})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package auth_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,15 +64,72 @@ func TestLoginSameAnswerForEveryFailure(t *testing.T) {
 	}
 }
 
+// Failed logins are limited per (name, address) and per address, never per
+// name alone: a stranger failing passwords for a name does not lock its
+// owner out, and one address still cannot guess quickly.
 func TestLoginRateLimit(t *testing.T) {
 	t.Parallel()
+	const (
+		a = "198.51.100.7" // the guesser
+		b = "203.0.113.9"  // alice at home
+	)
+	type attempt struct {
+		user, addr string
+		right      bool          // alice's and bob's right password, else a wrong one
+		want       string        // "ok", "bad" or "limited"
+		retry      time.Duration // RetryAfter of "limited"
+		advance    time.Duration // the clock moves on afterwards
+	}
+	bad := func(user, addr string, n int, advance time.Duration) []attempt {
+		out := make([]attempt, n)
+		for i := range out {
+			out[i] = attempt{user: user, addr: addr, want: "bad", advance: advance}
+		}
+		return out
+	}
+	join := func(parts ...[]attempt) []attempt { return slices.Concat(parts...) }
+	strangers := func(n int) []attempt { // n names, one failure each, from a
+		out := make([]attempt, n)
+		for i := range out {
+			out[i] = attempt{user: fmt.Sprintf("user%d", i), addr: a, want: "bad"}
+		}
+		return out
+	}
 	tests := []struct {
-		name string
-		// attempt i's user and address: failures share one key, vary the other.
-		user, addr func(i int) string
+		name     string
+		attempts []attempt
 	}{
-		{"per address", func(i int) string { return fmt.Sprintf("user%d", i) }, func(int) string { return "198.51.100.7" }},
-		{"per user", func(int) string { return "alice" }, func(i int) string { return fmt.Sprintf("198.51.100.%d", i) }},
+		{"a name's failures from one address lock only that pair", join(
+			bad("alice", a, 5, 5*time.Second),
+			[]attempt{
+				// The first failure was 25 s ago: it leaves the window in 35 s.
+				{user: "alice", addr: a, right: true, want: "limited", retry: 35 * time.Second},
+				{user: "alice", addr: b, right: true, want: "ok"},
+				{user: "bob", addr: a, right: true, want: "ok"},
+				{user: "alice", addr: a, right: true, want: "limited", retry: 35 * time.Second, advance: 35 * time.Second},
+				{user: "alice", addr: a, right: true, want: "ok"},
+			},
+		)},
+		{"a stranger repeating every minute never locks the owner out", join(
+			bad("alice", a, 5, 0), []attempt{{user: "alice", addr: b, right: true, want: "ok", advance: time.Minute}},
+			bad("alice", a, 5, 0), []attempt{{user: "alice", addr: b, right: true, want: "ok", advance: time.Minute}},
+			bad("alice", a, 5, 0), []attempt{{user: "alice", addr: b, right: true, want: "ok"}},
+		)},
+		{"one address is limited across names", join(
+			strangers(20),
+			[]attempt{
+				{user: "alice", addr: a, right: true, want: "limited", retry: time.Minute},
+				{user: "nobody", addr: a, want: "limited", retry: time.Minute},
+				{user: "alice", addr: b, right: true, want: "ok"},
+			},
+		)},
+		{"a success forgives the pair, not the address", join(
+			bad("alice", a, 4, 0),
+			[]attempt{{user: "alice", addr: a, right: true, want: "ok"}},
+			bad("alice", a, 4, 0), // the pair counts from zero again
+			strangers(12),         // the address has 4 + 4 + 12 = 20
+			[]attempt{{user: "alice", addr: a, right: true, want: "limited", retry: time.Minute}},
+		)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,26 +138,23 @@ func TestLoginRateLimit(t *testing.T) {
 			svc := authtest.NewService(t, authtest.OpenSQLite(t), clock, nil)
 			ctx := t.Context()
 			authtest.MustUser(t, svc, "alice", "alice-password", false)
-			for i := range 5 {
-				_, _, err := svc.Login(ctx, tt.user(i), "wrong-password", tt.addr(i), "ua")
-				if !errors.Is(err, auth.ErrInvalidCredentials) {
-					t.Fatalf("attempt %d = %v, want ErrInvalidCredentials", i+1, err)
+			authtest.MustUser(t, svc, "bob", "bob-password", false)
+			for i, at := range tt.attempts {
+				pw := "wrong-password"
+				if at.right {
+					pw = at.user + "-password"
 				}
-				clock.Advance(5 * time.Second)
-			}
-			// The 6th attempt is refused, even with the right password.
-			_, _, err := svc.Login(ctx, "alice", "alice-password", tt.addr(5), "ua")
-			var rl *auth.RateLimitError
-			if !errors.As(err, &rl) {
-				t.Fatalf("6th attempt = %v, want RateLimitError", err)
-			}
-			// The first failure was 25s ago: it leaves the window in 35s.
-			if rl.RetryAfter != 35*time.Second {
-				t.Fatalf("RetryAfter = %v, want 35s", rl.RetryAfter)
-			}
-			clock.Advance(rl.RetryAfter)
-			if _, _, err := svc.Login(ctx, "alice", "alice-password", tt.addr(5), "ua"); err != nil {
-				t.Fatalf("after the window: %v", err)
+				_, _, err := svc.Login(ctx, at.user, pw, at.addr, "ua")
+				var rl *auth.RateLimitError
+				switch {
+				case at.want == "ok" && err != nil,
+					at.want == "bad" && !errors.Is(err, auth.ErrInvalidCredentials),
+					at.want == "limited" && !errors.As(err, &rl):
+					t.Fatalf("attempt %d (%s from %s) = %v, want %s", i+1, at.user, at.addr, err, at.want)
+				case at.want == "limited" && rl.RetryAfter != at.retry:
+					t.Fatalf("attempt %d: RetryAfter = %v, want %v", i+1, rl.RetryAfter, at.retry)
+				}
+				clock.Advance(at.advance)
 			}
 		})
 	}

@@ -38,6 +38,7 @@ func (s *Service) RemoveMember(ctx context.Context, sessionID, userName string) 
 	if err := s.store.DeleteMember(ctx, sessionID, u.ID); err != nil {
 		return fmt.Errorf("remove member %s from %s: %w", u.Name, sessionID, err)
 	}
+	s.notify(ctx, AccessChange{UserID: u.ID})
 	s.log.InfoContext(ctx, "member removed", "session", sessionID, "user", u.Name)
 	return nil
 }

@@ -26,24 +26,34 @@ type Options struct {
 	AbsoluteTimeout time.Duration
 	// BcryptCost; default bcrypt.DefaultCost. Tests use bcrypt.MinCost.
 	BcryptCost int
-	// LoginFailures failed logins per LoginWindow are allowed per client
-	// address and per user name; the next attempt is refused.
+	// LoginFailures failed logins per LoginWindow are allowed per pair of
+	// user name and client address; the pair's next attempt is refused.
+	// There is no limit per name alone: failures from one address never
+	// lock the name out for anyone else.
 	LoginFailures int
-	LoginWindow   time.Duration
+	// LoginAddrFailures failed logins per LoginWindow are allowed per
+	// client address, whatever the names (default 4 × LoginFailures); the
+	// address's next attempt is refused. This is what slows a guesser
+	// down.
+	LoginAddrFailures int
+	LoginWindow       time.Duration
 }
 
 // Service is accounts and access control over a Store.
 type Service struct {
-	log     *slog.Logger
-	store   Store
-	now     func() time.Time
-	idle    time.Duration
-	abs     time.Duration
-	cost    int
-	limiter *limiter
+	log   *slog.Logger
+	store Store
+	now   func() time.Time
+	idle  time.Duration
+	abs   time.Duration
+	cost  int
+	// pairs counts failed logins per (name, address), addrs per address.
+	pairs, addrs *limiter
 	// dummyHash is compared against when the user is unknown, so an unknown
 	// name costs the same bcrypt work as a wrong password.
 	dummyHash func() []byte
+	// notices are the listeners of SubscribeAccess.
+	notices notices
 }
 
 // dummyPassword is what dummyHash hashes. defaultCostDummyHash is its hash
@@ -77,16 +87,22 @@ func NewService(log *slog.Logger, store Store, opts Options) *Service {
 	if opts.LoginFailures <= 0 {
 		opts.LoginFailures = DefaultLoginFailures
 	}
+	if opts.LoginAddrFailures <= 0 {
+		// Several people behind one address (an office) may mistype
+		// without locking each other out; guessing stays slow.
+		opts.LoginAddrFailures = 4 * opts.LoginFailures
+	}
 	if opts.LoginWindow <= 0 {
 		opts.LoginWindow = DefaultLoginWindow
 	}
 	s := &Service{
-		log:     log,
-		store:   store,
-		idle:    opts.IdleTimeout,
-		abs:     opts.AbsoluteTimeout,
-		cost:    opts.BcryptCost,
-		limiter: newLimiter(opts.LoginFailures, opts.LoginWindow),
+		log:   log,
+		store: store,
+		idle:  opts.IdleTimeout,
+		abs:   opts.AbsoluteTimeout,
+		cost:  opts.BcryptCost,
+		pairs: newLimiter(opts.LoginFailures, opts.LoginWindow),
+		addrs: newLimiter(opts.LoginAddrFailures, opts.LoginWindow),
 	}
 	clock := opts.Now
 	s.now = func() time.Time { return clock().UTC().Truncate(time.Microsecond) }

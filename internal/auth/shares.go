@@ -37,11 +37,13 @@ func (s *Service) CreateShareLink(ctx context.Context, sessionID, createdBy stri
 }
 
 // RevokeShareLink revokes one of a session's links; viewers using it are
-// refused from their next request or command.
+// refused from their next request or command, and listeners of
+// SubscribeAccess are told so open sockets lose it at once.
 func (s *Service) RevokeShareLink(ctx context.Context, sessionID, linkID string) error {
 	if err := s.store.RevokeShareLink(ctx, sessionID, linkID, s.now()); err != nil {
 		return fmt.Errorf("revoke share link %s: %w", linkID, err)
 	}
+	s.notify(ctx, AccessChange{ShareLinkID: linkID})
 	s.log.InfoContext(ctx, "share link revoked", "session", sessionID, "link_id", linkID)
 	return nil
 }

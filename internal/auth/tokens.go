@@ -43,6 +43,7 @@ func (s *Service) RevokeToken(ctx context.Context, userName, tokenID string) err
 	if err := s.store.RevokeToken(ctx, u.ID, tokenID, s.now()); err != nil {
 		return fmt.Errorf("revoke token %s of %s: %w", tokenID, u.Name, err)
 	}
+	s.notify(ctx, AccessChange{CredentialID: tokenID})
 	s.log.InfoContext(ctx, "api token revoked", "user", u.Name, "token_id", tokenID)
 	return nil
 }

@@ -131,6 +131,7 @@ func (s *Service) SetPassword(ctx context.Context, name, password string) error 
 	if err := s.store.DeleteUserLogins(ctx, rec.ID); err != nil {
 		return fmt.Errorf("end logins of %s: %w", rec.Name, err)
 	}
+	s.notify(ctx, AccessChange{UserID: rec.ID})
 	s.log.InfoContext(ctx, "password changed", "user", rec.Name)
 	return nil
 }
@@ -155,6 +156,7 @@ func (s *Service) SetDisabled(ctx context.Context, name string, disabled bool) e
 		if err := s.store.DeleteUserLogins(ctx, rec.ID); err != nil {
 			return fmt.Errorf("end logins of %s: %w", rec.Name, err)
 		}
+		s.notify(ctx, AccessChange{UserID: rec.ID})
 	}
 	s.log.InfoContext(ctx, "user updated", "user", rec.Name, "disabled", disabled)
 	return nil
@@ -178,6 +180,10 @@ func (s *Service) SetRole(ctx context.Context, name string, role Role) error {
 	if err := s.store.UpdateUser(ctx, rec); err != nil {
 		return fmt.Errorf("update %s: %w", rec.Name, err)
 	}
+	if role != RoleAdmin {
+		// A demoted admin no longer reads other users' sessions.
+		s.notify(ctx, AccessChange{UserID: rec.ID})
+	}
 	s.log.InfoContext(ctx, "user updated", "user", rec.Name, "role", role)
 	return nil
 }
@@ -195,6 +201,7 @@ func (s *Service) DeleteUser(ctx context.Context, name string) error {
 	if err := s.store.DeleteUser(ctx, rec.ID); err != nil {
 		return fmt.Errorf("delete user %s: %w", rec.Name, err)
 	}
+	s.notify(ctx, AccessChange{UserID: rec.ID})
 	s.log.InfoContext(ctx, "user deleted", "user", rec.Name)
 	return nil
 }

@@ -53,6 +53,16 @@ type Config struct {
 	// ForkCopyMax caps the size of a workspace a fork copies
 	// (HARNESS_FORK_COPY_MAX, e.g. 1G; 0 never copies).
 	ForkCopyMax int64
+
+	// ClientLimits bound one client's sockets and request rate (client_limits.go).
+	ClientLimits ClientLimits
+	// Args are the words left after the flags. The server takes none, so
+	// cmd/web refuses them as an unknown command instead of serving.
+	Args []string
+
+	// Replica is this process among the replicas on one PostgreSQL
+	// database: id, advertised address, lease TTL (replica.go).
+	Replica Replica
 }
 
 // WorkspaceRoot is a directory whose subdirectories may be opened as
@@ -102,6 +112,12 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		}
 		c.ForkCopyMax = n
 	}
+	if err := parseClientLimits(&c.ClientLimits, getenv); err != nil {
+		sbErrs = append(sbErrs, err)
+	}
+	if err := parseReplica(&c.Replica, getenv); err != nil {
+		sbErrs = append(sbErrs, err)
+	}
 	if err := errors.Join(sbErrs...); err != nil {
 		return Config{}, err
 	}
@@ -116,9 +132,11 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	fs.StringVar(&origins, "trusted-origins", origins, "comma-separated extra WebSocket origins (HARNESS_TRUSTED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown budget")
 	fs.DurationVar(&c.IdleUnload, "idle-unload", c.IdleUnload, "unload idle agents after this long")
+	replicaFlags(fs, &c.Replica)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
+	c.Args = fs.Args()
 	if err := c.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		return Config{}, fmt.Errorf("log level %q: %w", level, err)
 	}
@@ -182,6 +200,9 @@ func (c Config) Validate() error {
 	}
 	if c.ForkCopyMax < 0 {
 		errs = append(errs, errors.New("the fork copy cap must not be negative"))
+	}
+	if err := c.Replica.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

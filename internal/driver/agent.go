@@ -66,6 +66,14 @@ type Agent struct {
 
 	pins     int       // live subscribers keeping the agent loaded; guarded by m.mu
 	lastIdle time.Time // guarded by m.mu
+
+	// epoch is the lease term the agent runs under (0: no leases);
+	// leaseUntil is when it lapses unless renewed (guarded by m.mu).
+	epoch      int64
+	leaseUntil time.Time
+	// revoked: the lease was lost and the agent stopped; its queue
+	// length is no longer recorded (guarded by mu).
+	revoked bool
 }
 
 // agentMu is the agent's lock. Appending to the log while holding it goes
@@ -499,7 +507,9 @@ func (a *Agent) publishLocked(ev LiveEvent) {
 func (a *Agent) publishQueueLocked() {
 	q := a.queueLocked()
 	a.publishLocked(LiveEvent{Kind: LiveQueue, Queue: &q})
-	a.m.pendingChanged(a.id, len(a.nextTurn)+len(a.nextStep))
+	if !a.revoked {
+		a.m.pendingChanged(a.id, len(a.nextTurn)+len(a.nextStep))
+	}
 }
 
 func cloneMsgs(in []llm.Message) []llm.Message {

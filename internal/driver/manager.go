@@ -69,6 +69,13 @@ type Options struct {
 	// an unattended runner): a call that asks is denied as unavailable and
 	// no approval/* event is logged.
 	NoApprovals bool
+	// Leases make this manager one replica of several (PostgreSQL): it runs
+	// a session's agent only under the session's lease (lease.go). nil: it
+	// owns every session (SQLite, one process).
+	Leases Leases
+	// LeaseTTL is how long a lease lasts without renewal (default
+	// DefaultLeaseTTL); the manager renews at a third of it.
+	LeaseTTL time.Duration
 }
 
 // Confiner confines the processes a session's tools start to that
@@ -140,7 +147,10 @@ type Manager struct {
 	mu      sync.Mutex
 	agents  map[string]*Agent
 	loading map[string]*loadCall
-	closed  bool
+	// stopping are agents stopped because their lease was lost, until a
+	// new load of the session has seen them idle.
+	stopping map[string]*Agent
+	closed   bool
 
 	pendMu    sync.Mutex
 	pendDirty map[string]int
@@ -176,6 +186,9 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
 	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
+	}
 	m := &Manager{
 		logger:    logger,
 		store:     store,
@@ -189,12 +202,17 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 		baseCtx:   context.Background(),
 		agents:    map[string]*Agent{},
 		loading:   map[string]*loadCall{},
+		stopping:  map[string]*Agent{},
 		pendDirty: map[string]int{},
 		pendKick:  make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 	}
 	m.wg.Add(1)
 	go m.housekeeping()
+	if opts.Leases != nil {
+		m.wg.Add(1)
+		go m.leaseLoop()
+	}
 	return m
 }
 
@@ -217,7 +235,7 @@ func (m *Manager) Lookup(id string) (*Agent, bool) {
 
 // Create starts the agent of a new session (its row already stored).
 func (m *Manager) Create(ctx context.Context, meta Meta) (*Agent, error) {
-	return m.install(meta.ID, func() (*Agent, error) {
+	return m.installLeased(ctx, meta.ID, func() (*Agent, error) {
 		h := meta.Header
 		h.ID = meta.ID
 		if h.CreatedAt == 0 {
@@ -241,7 +259,7 @@ func (m *Manager) ForkSeed(ctx context.Context, srcID string, boundary int64) ([
 
 // CreateSeeded starts the agent of a forked or imported session from seed.
 func (m *Manager) CreateSeeded(ctx context.Context, meta Meta, seed []session.Event) (*Agent, error) {
-	a, err := m.install(meta.ID, func() (*Agent, error) {
+	a, err := m.installLeased(ctx, meta.ID, func() (*Agent, error) {
 		h := meta.Header
 		h.ID = meta.ID
 		if h.CreatedAt == 0 {
@@ -297,11 +315,23 @@ func (m *Manager) Get(ctx context.Context, id string) (*Agent, error) {
 	return c.agent, c.err
 }
 
-func (m *Manager) load(ctx context.Context, id string) (*Agent, error) {
+// load builds the agent of a stored session under its lease: the lease is
+// taken before the log is read, so crash repair and every later append
+// happen under it.
+func (m *Manager) load(ctx context.Context, id string) (_ *Agent, err error) {
 	meta, err := m.store.SessionMeta(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	epoch, until, err := m.acquire(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			m.release(id, epoch)
+		}
+	}()
 	l, err := m.store.LoadLog(ctx, id, m.clock)
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", id, err)
@@ -312,12 +342,39 @@ func (m *Manager) load(ctx context.Context, id string) (*Agent, error) {
 		}
 	}
 	a := m.newAgent(meta, l)
+	a.epoch, a.leaseUntil = epoch, until
 	nextTurn, nextStep, err := session.Inbox(l.Events(0, l.Len()), l.Header().SeedLength)
 	if err != nil {
 		return nil, fmt.Errorf("load session %s inbox: %w", id, err)
 	}
 	a.nextTurn, a.nextStep = nextTurn, nextStep
 	return a, nil
+}
+
+// installLeased installs the agent of a new session under its lease.
+func (m *Manager) installLeased(ctx context.Context, id string, build func() (*Agent, error)) (*Agent, error) {
+	if m.opts.Leases != nil {
+		// Taking the lease of a session live here would end the live
+		// agent's term: refuse before.
+		if _, ok := m.Lookup(id); ok {
+			return nil, fmt.Errorf("session %s is already live", id)
+		}
+	}
+	epoch, until, err := m.acquire(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a, err := m.install(id, func() (*Agent, error) {
+		a, err := build()
+		if err == nil {
+			a.epoch, a.leaseUntil = epoch, until
+		}
+		return a, err
+	})
+	if err != nil {
+		m.release(id, epoch)
+	}
+	return a, err
 }
 
 func (m *Manager) install(id string, build func() (*Agent, error)) (*Agent, error) {
@@ -394,6 +451,11 @@ func (m *Manager) Resume(ctx context.Context) error {
 	var errs []error
 	for _, id := range ids {
 		a, err := m.Get(ctx, id)
+		if errors.Is(err, ErrNotOwner) {
+			// Another live replica runs it (and resumed it there).
+			m.logger.Info("queued session owned by another replica: not resumed here", "session", id, "err", err)
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -437,7 +499,9 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		}
 		if err := m.store.Flush(ctx, a.id); err != nil {
 			errs = append(errs, err)
+			continue // the lease expires on its own; nothing is lost
 		}
+		m.release(a.id, a.epoch)
 	}
 	close(m.stop)
 	m.wg.Wait()
@@ -521,6 +585,8 @@ func (m *Manager) unloadIdle() {
 		// its events must be durable before the agent is gone.
 		if err := m.store.Flush(m.baseCtx, a.id); err != nil {
 			m.logger.Warn("flush unloaded agent", "session", a.id, "err", err)
+		} else {
+			m.release(a.id, a.epoch)
 		}
 		m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: a.id})
 	}
@@ -566,6 +632,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	if err := a.Wait(ctx); err != nil {
 		return fmt.Errorf("remove session %s: %w", id, err)
 	}
+	m.release(a.id, a.epoch)
 	m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: id})
 	return nil
 }

@@ -66,7 +66,7 @@ func (a *Agent) step(ctx context.Context, act *activity, turn, step int, asm *As
 			seqs = []int64{}
 		}
 		if _, err := a.log.AppendSurface(session.TypeAssistantMessage,
-			session.AssistantMessage{Turn: turn, Step: step, Message: msg, Usage: res.asm.Usage()},
+			session.AssistantMessage{Turn: turn, Step: step, Message: msg, Usage: res.asm.Usage(), Price: info.Model(req.Model).Price},
 			session.Append(), seqs); err != nil {
 			return nil, err
 		}

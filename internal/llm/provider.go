@@ -117,6 +117,10 @@ type ModelInfo struct {
 	DefaultMaxTokens int      `json:"defaultMaxTokens,omitempty"`
 	Efforts          []Effort `json:"efforts,omitempty"`
 	DefaultEffort    Effort   `json:"defaultEffort,omitempty"`
+	// Price is the route's price list (nil: not priced); the driver
+	// records it on each assistant/message, so a turn's cost is a
+	// function of the log.
+	Price *Price `json:"price,omitempty"`
 }
 
 // RetryPolicy is the provider-owned retry rule the driver applies on

@@ -33,6 +33,10 @@ var schemaSteps = []schemaStep{
 		_, err := convertLegacyEvents(ctx, db.W)
 		return err
 	}},
+	{name: "replicas and session leases (PostgreSQL; leases.go)", run: leaseSchema},
+	// The columns come from ProviderConfig through migrateModels; the
+	// step only records that this build has them (nulls: no prices).
+	{name: "model routes get prices and a context window"},
 }
 
 // migrateModels brings every table, column and index to what the models

@@ -126,7 +126,13 @@ type ProviderConfig struct {
 	DefaultModel string `gorm:"size:128"`
 	Models       string `gorm:"type:text"` // JSON array of model ids
 	Enabled      bool   `gorm:"not null;default:true"`
-	UpdatedAt    time.Time
+	// Prices per million tokens (nil: not set) and a context window that
+	// overrides the adapter's (0: not set), for every model of the route.
+	InputPrice       *float64
+	CachedInputPrice *float64
+	OutputPrice      *float64
+	ContextWindow    int64 `gorm:"not null;default:0"`
+	UpdatedAt        time.Time
 	// KeyError, when set, says why the stored key could not be opened
 	// (wraps secrets.ErrCannotOpen); APIKey is then empty. Not a column.
 	KeyError error `gorm:"-"`

@@ -107,7 +107,8 @@ func (s *SettingsStore) openKey(pc *ProviderConfig) {
 func (s *SettingsStore) SaveProvider(ctx context.Context, pc ProviderConfig, clearKey bool) error {
 	pc.UpdatedAt = time.Now()
 	pc.KeyError = nil
-	cols := []string{"kind", "base_url", "default_model", "models", "enabled", "updated_at"}
+	cols := []string{"kind", "base_url", "default_model", "models", "enabled",
+		"input_price", "cached_input_price", "output_price", "context_window", "updated_at"}
 	if pc.APIKey != "" || clearKey {
 		cols = append(cols, "api_key")
 	}

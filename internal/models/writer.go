@@ -117,6 +117,13 @@ type sessState struct {
 	// batch may extend (nil: start a new row). Only the writer goroutine's
 	// resolve sets it.
 	tail *group
+	// epoch is the lease epoch the session's appends carry (Own); on
+	// PostgreSQL a batch only commits while the session's stored
+	// lease_epoch equals it. 0 is a session never leased.
+	epoch int64
+	// disowned: the session's lease was lost in this process (Disown);
+	// its appends are dropped until the next Own.
+	disowned bool
 }
 
 type queued struct {
@@ -174,6 +181,12 @@ func (w *Writer) Enqueue(sessionID string, ev session.Event) {
 		return
 	}
 	st := w.state(sessionID)
+	if st.disowned {
+		// The agent that lost the lease is winding down: nothing it
+		// appends may be stored, and the database would refuse it.
+		w.mu.Unlock()
+		return
+	}
 	st.enq++
 	st.pending = append(st.pending, queued{ev: ev, at: at})
 	if !st.queued {
@@ -286,6 +299,37 @@ func (w *Writer) Reset(sessionID string) {
 	}
 }
 
+// Own starts a new lease term of a session in this process: its appends
+// carry epoch from now on. Events still queued from an earlier term are
+// dropped (the database would refuse them: their epoch is stale) and
+// flushes waiting for them fail with ErrFenced; the next batch reads the
+// stored head afresh.
+func (w *Writer) Own(sessionID string, epoch int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st := w.sessions[sessionID]; st != nil {
+		w.dropLocked(st, &FencedError{Session: sessionID, Epoch: st.epoch, Stored: epoch})
+	}
+	w.state(sessionID).epoch = epoch
+}
+
+// Disown ends the session's lease term epoch in this process (the lease
+// was lost): queued events are dropped, later appends are dropped at
+// Enqueue, and flushes fail with ErrFenced until the next Own. A term
+// other than the current one is left alone.
+func (w *Writer) Disown(sessionID string, epoch int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.sessions[sessionID]
+	if st == nil || st.epoch != epoch {
+		return
+	}
+	fe := &FencedError{Session: sessionID, Epoch: epoch, Stored: -1}
+	w.dropLocked(st, fe)
+	ns := w.state(sessionID)
+	ns.epoch, ns.disowned, ns.refused = epoch, true, fe
+}
+
 // Forget drops a deleted session's queued events and state. Waiting
 // flushes return ErrNotFound.
 func (w *Writer) Forget(sessionID string) {
@@ -295,6 +339,12 @@ func (w *Writer) Forget(sessionID string) {
 	if st == nil {
 		return
 	}
+	w.dropLocked(st, fmt.Errorf("session %s: %w", sessionID, ErrNotFound))
+}
+
+// dropLocked discards st's queued events and state; flushes waiting on it
+// return refusal.
+func (w *Writer) dropLocked(st *sessState, refusal error) {
 	w.npending -= len(st.pending)
 	st.pending = nil
 	if st.queued {
@@ -307,8 +357,8 @@ func (w *Writer) Forget(sessionID string) {
 		}
 	}
 	st.resolved = st.enq
-	st.refused = fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
-	delete(w.sessions, sessionID)
+	st.refused = refusal
+	delete(w.sessions, st.id)
 	w.broadcastLocked()
 }
 

@@ -1,6 +1,8 @@
 package models
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -12,6 +14,7 @@ type part struct {
 	known bool  // st.known when taken
 	next  int64 // st.next when taken
 	key   int64 // st.key when taken: the session's LogKey, valid when known
+	epoch int64 // st.epoch when taken: the lease epoch the part carries
 	// prevTail is st.tail when taken: the stored group the part may extend.
 	prevTail *group
 	rows     []eventRow
@@ -100,7 +103,7 @@ func (w *Writer) take(notBefore time.Time) (parts []*part, wait time.Duration, e
 	for len(w.order) > 0 && n < w.opts.MaxBatch {
 		st := w.order[0]
 		k := min(len(st.pending), w.opts.MaxBatch-n)
-		p := &part{st: st, evs: st.pending[:k:k], known: st.known, next: st.next, key: st.key, prevTail: st.tail}
+		p := &part{st: st, evs: st.pending[:k:k], known: st.known, next: st.next, key: st.key, epoch: st.epoch, prevTail: st.tail}
 		parts = append(parts, p)
 		n += k
 		if k == len(st.pending) {
@@ -201,6 +204,20 @@ func (p *part) check() error {
 // explainStale builds the error of a part whose head guard failed inside the
 // transaction: the session was deleted, or its log moved under us.
 func (w *Writer) explainStale(p *part) error {
+	if w.tx.pg {
+		// On PostgreSQL the guard also holds the lease epoch.
+		var head, epoch int64
+		err := w.tx.r.QueryRowContext(w.ctx, `SELECT head, lease_epoch FROM sessions WHERE id = $1`, p.st.id).Scan(&head, &epoch)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("session %s: %w", p.st.id, ErrNotFound)
+		case err == nil && epoch != p.epoch:
+			return &FencedError{Session: p.st.id, Epoch: p.epoch, Stored: epoch}
+		case err == nil:
+			return fmt.Errorf("session %s: stored head %d, batch starts at seq %d: %w",
+				p.st.id, head, p.evs[0].ev.Seq, ErrSeqMismatch)
+		}
+	}
 	heads, err := w.tx.heads(w.ctx, []string{p.st.id})
 	switch h, found := heads[p.st.id]; {
 	case err != nil:

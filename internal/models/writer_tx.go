@@ -109,6 +109,10 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 		}
 	}()
 	update := rebind(t.pg, `UPDATE sessions SET head = ?, updated_at = ? WHERE id = ? AND head = ?`)
+	// PostgreSQL fences: the head moves only under the session's current
+	// lease epoch (leases.go), so a replica that lost the lease cannot
+	// append. SQLite has one process and keeps the plain statement.
+	const updateFenced = `UPDATE sessions SET head = $1, updated_at = $2 WHERE id = $3 AND head = $4 AND lease_epoch = $5`
 	setTitle := rebind(t.pg, `UPDATE sessions SET title = ? WHERE id = ?`)
 	setTodo := rebind(t.pg, `UPDATE sessions SET todo_seq = ? WHERE id = ?`)
 	extendGroup := rebind(t.pg, `UPDATE log_rows SET n = ?, meta = ?, body = ? WHERE log_key = ? AND seq = ? AND n < ?`)
@@ -116,7 +120,12 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 	var rows []eventRowRef
 	for i, p := range parts {
 		first, last := p.evs[0].ev.Seq, p.evs[len(p.evs)-1].ev.Seq
-		res, err := tx.ExecContext(ctx, update, last, at, p.st.id, first-1)
+		var res sql.Result
+		if t.pg {
+			res, err = tx.ExecContext(ctx, updateFenced, last, at, p.st.id, first-1, p.epoch)
+		} else {
+			res, err = tx.ExecContext(ctx, update, last, at, p.st.id, first-1)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
 		}

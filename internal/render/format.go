@@ -274,3 +274,12 @@ func approvalDetail(tool, args string) string {
 	}
 	return truncateText(args, 2000)
 }
+
+// money formats a cost for people: cents once it is a cent or more, four
+// decimals below (a short turn on a cheap route costs a fraction of one).
+func money(v float64) string {
+	if v >= 0.01 {
+		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return "$" + strconv.FormatFloat(v, 'f', 4, 64)
+}

@@ -168,7 +168,8 @@ type NoticeItem struct {
 	Text string
 }
 
-// UsageItem is the token usage of a turn, shown at its end.
+// UsageItem is the figures of a turn, shown at its end: every one is a
+// function of the turn's events in reach (see Projection.apply).
 type UsageItem struct {
 	Base
 	Turn  int
@@ -176,7 +177,29 @@ type UsageItem struct {
 	// Requests is how many model requests the figures sum (1 for a step).
 	Requests int
 	TurnEnd  bool
+	// DurationMs is turn/start to turn/end in event time; HasDuration is
+	// false when the turn/start is out of reach (a page cut mid-turn).
+	DurationMs  int64
+	HasDuration bool
+	// TTFTMs is the time to first token of the turn's first model request
+	// that streamed: from its step/start (or llm/retry-started, when it
+	// was a retry) to its first delta chunk.
+	TTFTMs  int64
+	HasTTFT bool
+	// Cost sums Price.Cost over the Priced requests (those whose
+	// assistant/message carried the route's price).
+	Cost   float64
+	Priced int
+	// startedAt is the turn/start's event time while the turn is open.
+	startedAt int64
 }
+
+// ShowCost: every request of the turn in reach was priced; a partly
+// priced turn shows no cost rather than an understated one.
+func (u UsageItem) ShowCost() bool { return u.Requests > 0 && u.Priced == u.Requests }
+
+// CachedTokens is the prompt tokens served from the cache.
+func (u UsageItem) CachedTokens() int64 { return u.Usage.CacheReadTokens }
 
 // CacheHitPercent is the share of prompt tokens served from the cache.
 func (u UsageItem) CacheHitPercent() int {

@@ -57,8 +57,10 @@ type Projection struct {
 	// The fold.
 	items []Item
 	index map[string]int // item id → position in items
-	// turnUsage sums the usage of the open turns.
+	// turnUsage sums the figures of the open turns; turnReq is where
+	// each open turn's first streaming request stands (for TTFT).
 	turnUsage map[int]*UsageItem
+	turnReq   map[int]*requestClock
 	// triggers of the compactions started, by id.
 	triggers map[string]CompactionTrigger
 	// streams hold the text of the streaming blocks by item id (a builder,
@@ -83,6 +85,13 @@ type Projection struct {
 	frags [4]cachedFragment
 }
 
+// requestClock times the first token of a turn's first model request.
+type requestClock struct {
+	start    int64 // event time the current request started
+	started  bool
+	measured bool // a delta arrived: the turn's TTFT is known
+}
+
 type stream struct {
 	sb strings.Builder
 	// lastPoint is the event time of the block's last preview point (its
@@ -99,7 +108,7 @@ type cachedFragment struct {
 func newProjection(md *Markdown, live bool) *Projection {
 	return &Projection{
 		md: md, live: live, interval: DefaultPreviewInterval.Milliseconds(),
-		index: map[string]int{}, turnUsage: map[int]*UsageItem{}, triggers: map[string]CompactionTrigger{},
+		index: map[string]int{}, turnUsage: map[int]*UsageItem{}, turnReq: map[int]*requestClock{}, triggers: map[string]CompactionTrigger{},
 		streams: map[string]*stream{}, callArgs: map[string]string{},
 	}
 }
@@ -197,11 +206,22 @@ func (p *Projection) apply(ev session.Event) error {
 	base := Base{Seq: ev.Seq, Time: ev.Time}
 	switch ev.Type {
 	case session.TypeTurnStart:
+		ts, err := session.Decode[session.TurnStart](ev)
+		if err != nil {
+			return err
+		}
 		if p.live {
 			p.forgetTurns()
 		}
+		tu := p.turnFigures(ts.Turn)
+		tu.startedAt, tu.HasDuration = ev.Time, true
 	case session.TypeStepStart:
 		clear(p.callArgs)
+		sb, err := session.Decode[session.StepBoundary](ev)
+		if err != nil {
+			return err
+		}
+		p.requestStarted(sb.Turn, ev.Time)
 	case session.TypeUserMessage:
 		m, err := session.Decode[llm.Message](ev)
 		if err != nil {
@@ -231,13 +251,13 @@ func (p *Projection) apply(ev session.Event) error {
 		if am.Usage != nil {
 			u := *am.Usage
 			p.usage = &u
-			tu := p.turnUsage[am.Turn]
-			if tu == nil {
-				tu = &UsageItem{Turn: am.Turn, TurnEnd: true}
-				p.turnUsage[am.Turn] = tu
-			}
+			tu := p.turnFigures(am.Turn)
 			tu.Usage = tu.Usage.Add(u)
 			tu.Requests++
+			if am.Price != nil {
+				tu.Cost += am.Price.Cost(u)
+				tu.Priced++
+			}
 		}
 	case session.TypeToolCall:
 		c, err := session.Decode[session.ToolCall](ev)
@@ -345,6 +365,8 @@ func (p *Projection) apply(ev session.Event) error {
 		if it, ok := p.get(retryID(r.Turn, r.Step)).(*RetryItem); ok {
 			it.Started = true
 		}
+		// A retry is a new request: its first token is timed from here.
+		p.requestStarted(r.Turn, ev.Time)
 		p.emit(op{kind: opFill, target: retryID(r.Turn, r.Step) + "-state", comp: RetryState(&RetryItem{Retry: r.Retry, Started: true})})
 	case session.TypeTurnEnd:
 		te, err := session.Decode[session.TurnEnd](ev)
@@ -353,9 +375,17 @@ func (p *Projection) apply(ev session.Event) error {
 		}
 		var items []Item
 		if tu := p.turnUsage[te.Turn]; tu != nil {
-			tu.Base = withID(base, turnUsageID(te.Turn))
 			delete(p.turnUsage, te.Turn)
-			items = append(items, tu)
+			delete(p.turnReq, te.Turn)
+			if tu.HasDuration {
+				tu.DurationMs = ev.Time - tu.startedAt
+			}
+			// A turn without a model answer (stopped before, or failed)
+			// shows no figures row, as before there were timings.
+			if tu.Requests > 0 {
+				tu.Base = withID(base, turnUsageID(te.Turn))
+				items = append(items, tu)
+			}
 		}
 		if it := TurnEndItem(base, te); it != nil {
 			items = append(items, it)
@@ -447,7 +477,10 @@ func (p *Projection) chunk(base Base, c session.AssistantChunk) {
 			p.streams[id] = &stream{lastPoint: base.Time}
 			p.upsert(it)
 		}
+	case llm.ChunkToolCallDelta:
+		p.firstToken(c.Turn, base.Time)
 	case llm.ChunkReasoningDelta, llm.ChunkTextDelta:
+		p.firstToken(c.Turn, base.Time)
 		s := p.streams[id]
 		if s == nil {
 			return
@@ -469,6 +502,42 @@ func (p *Projection) chunk(base Base, c session.AssistantChunk) {
 	}
 }
 
+// turnFigures is the open turn's figures row, created on its first event
+// in reach.
+func (p *Projection) turnFigures(turn int) *UsageItem {
+	tu := p.turnUsage[turn]
+	if tu == nil {
+		tu = &UsageItem{Turn: turn, TurnEnd: true}
+		p.turnUsage[turn] = tu
+	}
+	return tu
+}
+
+// requestStarted notes that a model request of turn started at t (a
+// step/start: the driver builds and sends the request right after it; or
+// an llm/retry-started), unless the turn's first token was already timed.
+func (p *Projection) requestStarted(turn int, t int64) {
+	rc := p.turnReq[turn]
+	if rc == nil {
+		rc = &requestClock{}
+		p.turnReq[turn] = rc
+	}
+	if !rc.measured {
+		rc.start, rc.started = t, true
+	}
+}
+
+// firstToken times the turn's first token at its first delta chunk.
+func (p *Projection) firstToken(turn int, t int64) {
+	rc := p.turnReq[turn]
+	if rc == nil || !rc.started || rc.measured {
+		return
+	}
+	rc.measured = true
+	tu := p.turnFigures(turn)
+	tu.TTFTMs, tu.HasTTFT = t-rc.start, true
+}
+
 // notice adds a one-line notice row.
 func (p *Projection) notice(base Base, kind NoticeKind, text string) {
 	it := &NoticeItem{Base: withID(base, seqID("n", base.Seq)), Kind: kind, Text: text}
@@ -484,6 +553,7 @@ func (p *Projection) forgetTurns() {
 	p.items = p.items[:0]
 	clear(p.index)
 	clear(p.turnUsage)
+	clear(p.turnReq)
 	clear(p.streams)
 	clear(p.callArgs)
 }

@@ -12,3 +12,7 @@ var secretLike = regexp.MustCompile(`(?i)(sk-[a-z0-9_-]{6,}|bearer\s+[a-z0-9._~+
 func safeMessage(s string) string {
 	return truncateText(secretLike.ReplaceAllString(s, "[redacted]"), 2000)
 }
+
+// SafeMessage is safeMessage for other packages' pages (a provider's
+// failure shown outside a transcript, e.g. a route's connection test).
+func SafeMessage(s string) string { return safeMessage(s) }

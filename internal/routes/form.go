@@ -2,8 +2,10 @@ package routes
 
 import (
 	"encoding/json"
+	"math"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"harness/internal/llm/openai"
@@ -22,6 +24,60 @@ type Form struct {
 	DefaultModel string
 	Models       string // comma, space or newline separated ids
 	Enabled      bool
+	// Prices per million tokens, decimals >= 0; empty is "not set". Input
+	// and output go together (a cost needs both); an empty cached price
+	// charges cache hits at the input price.
+	InputPrice       string
+	CachedInputPrice string
+	OutputPrice      string
+	// ContextWindow in tokens; empty keeps the adapter's.
+	ContextWindow string
+}
+
+// maxPrice and maxWindow bound what a form may store: far above any real
+// route, low enough that a typo (a key pasted in the wrong field) is
+// refused rather than stored.
+const (
+	maxPrice  = 1e6
+	maxWindow = 100_000_000
+)
+
+// parsePrice reads an optional price field.
+func parsePrice(label, s string) (*float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > maxPrice {
+		return nil, inputf("the %s price must be a number from 0 to 1000000 (per million tokens)", label)
+	}
+	return &v, nil
+}
+
+// prices validates the price fields into the row.
+func (f Form) prices(pc *models.ProviderConfig) error {
+	var err error
+	if pc.InputPrice, err = parsePrice("input", f.InputPrice); err != nil {
+		return err
+	}
+	if pc.CachedInputPrice, err = parsePrice("cached input", f.CachedInputPrice); err != nil {
+		return err
+	}
+	if pc.OutputPrice, err = parsePrice("output", f.OutputPrice); err != nil {
+		return err
+	}
+	if (pc.InputPrice == nil) != (pc.OutputPrice == nil) || (pc.CachedInputPrice != nil && pc.InputPrice == nil) {
+		return inputf("set both the input and output prices (the cached input price is optional), or none")
+	}
+	if w := strings.TrimSpace(f.ContextWindow); w != "" {
+		n, err := strconv.ParseInt(w, 10, 64)
+		if err != nil || n < 1 || n > maxWindow {
+			return inputf("the context window must be a whole number of tokens from 1 to 100000000")
+		}
+		pc.ContextWindow = n
+	}
+	return nil
 }
 
 // config validates the form into a row; refusals are *InputError.
@@ -62,5 +118,9 @@ func (f Form) config() (models.ProviderConfig, error) {
 		return models.ProviderConfig{}, inputf("name at least one model")
 	}
 	b, _ := json.Marshal(ids) // a string slice always encodes
-	return models.ProviderConfig{Name: name, Kind: kind, BaseURL: base, APIKey: key, DefaultModel: def, Models: string(b), Enabled: f.Enabled}, nil
+	pc := models.ProviderConfig{Name: name, Kind: kind, BaseURL: base, APIKey: key, DefaultModel: def, Models: string(b), Enabled: f.Enabled}
+	if err := f.prices(&pc); err != nil {
+		return models.ProviderConfig{}, err
+	}
+	return pc, nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"harness/internal/llm"
 	"harness/internal/llm/openai"
 	"harness/internal/models"
 )
@@ -50,6 +51,43 @@ func TestFormConfig(t *testing.T) {
 		{"key with a space", Form{Name: "x", Kind: "deepseek", APIKey: "sk x"}, "one line", nil},
 		{"javascript url", Form{Name: "x", Kind: "openai", BaseURL: "javascript:alert(1)", Models: "m"}, "http or https", nil},
 		{"long model id", Form{Name: "x", Kind: "openai", BaseURL: "https://h", Models: strings.Repeat("m", 129)}, "at most 128", nil},
+		{"prices and window apply to every model", Form{Name: "p", Kind: "openai", BaseURL: "https://h", Models: "a,b", InputPrice: "0.27", OutputPrice: " 1.1 ", ContextWindow: "64000"}, "",
+			func(t *testing.T, pc models.ProviderConfig) {
+				cfg, err := storedConfig(pc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range cfg.Models {
+					// An empty cached price charges cache hits as input.
+					if m.Price == nil || *m.Price != (llm.Price{Input: 0.27, CachedInput: 0.27, Output: 1.1}) || m.ContextWindow != 64_000 {
+						t.Errorf("model %s: price %+v, window %d", m.ID, m.Price, m.ContextWindow)
+					}
+				}
+			}},
+		{"deepseek catalog keeps its windows without an override", Form{Name: "d", Kind: "deepseek", InputPrice: "0", CachedInputPrice: "0", OutputPrice: "0"}, "",
+			func(t *testing.T, pc models.ProviderConfig) {
+				cfg, _ := storedConfig(pc)
+				if cfg.Models[0].ContextWindow != openai.DeepSeekModels()[0].ContextWindow || cfg.Models[0].Price == nil {
+					t.Errorf("model %+v", cfg.Models[0])
+				}
+				if openai.DeepSeekModels()[0].Price != nil {
+					t.Error("the adapter's catalog was changed in place")
+				}
+			}},
+		{"no prices", Form{Name: "n", Kind: "openai", BaseURL: "https://h", Models: "a"}, "",
+			func(t *testing.T, pc models.ProviderConfig) {
+				cfg, _ := storedConfig(pc)
+				if cfg.Models[0].Price != nil || pc.ContextWindow != 0 {
+					t.Errorf("model %+v", cfg.Models[0])
+				}
+			}},
+		{"negative price", Form{Name: "x", Kind: "deepseek", InputPrice: "-1", OutputPrice: "1"}, "input price must be", nil},
+		{"price not a number", Form{Name: "x", Kind: "deepseek", InputPrice: "1", OutputPrice: "1e999"}, "output price must be", nil},
+		{"NaN price", Form{Name: "x", Kind: "deepseek", InputPrice: "1", CachedInputPrice: "NaN", OutputPrice: "1"}, "cached input price must be", nil},
+		{"input without output", Form{Name: "x", Kind: "deepseek", InputPrice: "1"}, "both the input and output", nil},
+		{"cached alone", Form{Name: "x", Kind: "deepseek", CachedInputPrice: "1"}, "both the input and output", nil},
+		{"zero window", Form{Name: "x", Kind: "deepseek", ContextWindow: "0"}, "context window must be", nil},
+		{"fractional window", Form{Name: "x", Kind: "deepseek", ContextWindow: "1.5"}, "context window must be", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -35,6 +35,10 @@ type Route struct {
 	Models  []string
 	Enabled bool
 	Offline bool
+	// A stored route's prices per million tokens (nil: not set) and
+	// context window (0: the adapter's).
+	InputPrice, CachedInputPrice, OutputPrice *float64
+	ContextWindow                             int64
 }
 
 // Editable reports whether the settings page may change the route.
@@ -66,6 +70,7 @@ func (r *Routes) List(ctx context.Context) ([]Route, error) {
 		rt := Route{
 			Name: pc.Name, Label: pc.Name, Source: SourceStored, Kind: pc.Kind, BaseURL: pc.BaseURL, KeySet: pc.APIKey != "",
 			DefaultModel: pc.DefaultModel, Models: ids, Enabled: pc.Enabled,
+			InputPrice: pc.InputPrice, CachedInputPrice: pc.CachedInputPrice, OutputPrice: pc.OutputPrice, ContextWindow: pc.ContextWindow,
 		}
 		if i, ok := at[pc.Name]; ok {
 			if !r.managed[pc.Name] {

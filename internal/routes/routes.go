@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"harness/internal/llm"
@@ -300,7 +301,31 @@ func storedConfig(pc models.ProviderConfig) (openai.Config, error) {
 	if cfg.DefaultModel != "" && !known[cfg.DefaultModel] {
 		cfg.Models = append([]llm.ModelInfo{{ID: cfg.DefaultModel, Label: cfg.DefaultModel}}, cfg.Models...)
 	}
+	// The admin's prices and window hold for every model of the route; a
+	// copy, so the adapter's catalog is never changed in place.
+	price := routePrice(pc)
+	cfg.Models = slices.Clone(cfg.Models)
+	for i := range cfg.Models {
+		if price != nil {
+			cfg.Models[i].Price = price
+		}
+		if pc.ContextWindow > 0 {
+			cfg.Models[i].ContextWindow = pc.ContextWindow
+		}
+	}
 	return cfg, nil
+}
+
+// routePrice is a stored route's price list, nil when it has none.
+func routePrice(pc models.ProviderConfig) *llm.Price {
+	if pc.InputPrice == nil || pc.OutputPrice == nil {
+		return nil
+	}
+	p := &llm.Price{Input: *pc.InputPrice, CachedInput: *pc.InputPrice, Output: *pc.OutputPrice}
+	if pc.CachedInputPrice != nil {
+		p.CachedInput = *pc.CachedInputPrice
+	}
+	return p
 }
 
 // InputError is a refusal worded for the person who filled in a form.

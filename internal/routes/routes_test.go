@@ -361,3 +361,68 @@ func TestStoredRouteNeverShadowsABuiltInOne(t *testing.T) {
 		t.Errorf("list %+v: want the built-in route only", list)
 	}
 }
+
+// TestPricesStoredListedAndTested: a route's prices and window are stored,
+// listed (without the key), reach the live route's models, and survive a
+// restart; the connection test answers ok, then the provider's coded
+// failure with the key cut from its message.
+func TestPricesStoredListedAndTested(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const key = "sk-price-secret-0123456789"
+	srv := fake.NewServer(fake.Script{Replies: []fake.Reply{
+		{Text: "ok"},
+		{Error: &fake.HTTPError{Status: 401, Message: "Incorrect API key provided: " + key}},
+	}}, fake.WithChunkDelay(0))
+	base := srv.Start(t)
+	if _, err := e.routes.Save(t.Context(), routes.Form{Name: "priced", Kind: "openai", BaseURL: base, APIKey: key, Models: "m1",
+		InputPrice: "2.5", CachedInputPrice: "0.5", OutputPrice: "10", ContextWindow: "32000", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		list, err := e.routes.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(list, func(r routes.Route) bool { return r.Name == "priced" })
+		if i < 0 {
+			t.Fatalf("%s: not listed", when)
+		}
+		r := list[i]
+		if r.InputPrice == nil || *r.InputPrice != 2.5 || r.CachedInputPrice == nil || *r.CachedInputPrice != 0.5 ||
+			r.OutputPrice == nil || *r.OutputPrice != 10 || r.ContextWindow != 32_000 || !r.KeySet {
+			t.Errorf("%s: listed %+v", when, r)
+		}
+		info, _ := e.routes.Lookup("priced")
+		m := info.Model("m1")
+		if m.Price == nil || *m.Price != (llm.Price{Input: 2.5, CachedInput: 0.5, Output: 10}) || m.ContextWindow != 32_000 {
+			t.Errorf("%s: live model %+v", when, m)
+		}
+	}
+	check("after save")
+	e.restart(t)
+	check("after a restart")
+
+	if err := e.routes.Test(t.Context(), "priced"); err != nil {
+		t.Fatalf("test on a working route: %v", err)
+	}
+	if got := srv.Requests()[0].Raw; !strings.Contains(string(got), "ping") {
+		t.Errorf("the test request: %s", got)
+	}
+	err := e.routes.Test(t.Context(), "priced")
+	f := routes.TestFailure(err)
+	if f == nil || f.Code != llm.CodeAuth || strings.Contains(f.Message, key) {
+		t.Fatalf("test on a refusing route: %v", err)
+	}
+	if err := e.routes.Test(t.Context(), "builtin"); routes.InputMessage(err) == "" {
+		t.Errorf("testing a built-in route: %v, want a refusal", err)
+	}
+
+	// Clearing the prices stores nulls, not zeros.
+	if _, err := e.routes.Save(t.Context(), routes.Form{Name: "priced", Kind: "openai", BaseURL: base, Models: "m1", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	if pc, _ := e.store.Provider(t.Context(), "priced"); pc.InputPrice != nil || pc.OutputPrice != nil || pc.ContextWindow != 0 {
+		t.Errorf("after clearing: %+v", pc)
+	}
+}

@@ -119,7 +119,12 @@ func AsError(err error) *Error {
 	}
 	var in *auth.InputError
 	var rl *auth.RateLimitError
+	var no *driver.NotOwnerError
 	switch {
+	case errors.As(err, &no):
+		// Forwarding to the owner comes later (issue 16, C): for now the
+		// client learns where the session runs and may retry.
+		return wrap(CodeUnavailable, "the session runs on another replica ("+no.Owner+"); try again there or later", err)
 	case errors.As(err, &rl):
 		return wrap(CodeRateLimited, "too many attempts", err)
 	case errors.As(err, &in):
@@ -150,6 +155,8 @@ func AsError(err error) *Error {
 		return wrap(CodeBusy, "the agent is busy", err)
 	case errors.Is(err, driver.ErrDuplicateID):
 		return wrap(CodeConflict, "a pending message has that id", err)
+	case errors.Is(err, models.ErrFenced):
+		return wrap(CodeUnavailable, "the session moved to another replica; this change was not stored: send it again", err)
 	case errors.Is(err, driver.ErrNotDurable):
 		return wrap(CodeUnavailable, "accepted, but the server cannot store it yet (its database does not take writes); it is kept and stored once writes succeed", err)
 	case errors.Is(err, driver.ErrDisposed):

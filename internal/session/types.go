@@ -133,6 +133,11 @@ type AssistantMessage struct {
 	Message     llm.Message `json:"message"`
 	Usage       *llm.Usage  `json:"usage,omitempty"`
 	Interrupted bool        `json:"interrupted,omitempty"`
+	// Price is the route's price list when the request was made (absent
+	// when the route has none): the transcript prices Usage with it, so a
+	// later price change does not rewrite past costs. Log-only: the
+	// model never sees it.
+	Price *llm.Price `json:"price,omitempty"`
 }
 
 // ToolCall is appended when a call starts; Arguments is the raw model string.

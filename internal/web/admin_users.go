@@ -33,7 +33,7 @@ func (s *Server) renderAdminUsers(c echo.Context, status int, flashMsg, errMsg s
 
 // adminResult answers a user-management form: back to the list with a
 // message, or the list with the reason it failed.
-func (s *Server) adminResult(c echo.Context, err error, done string) error {
+func (s *Server) adminResult(c echo.Context, err error, done flashKey) error {
 	if err == nil {
 		return redirect(c, withFlash("/admin/users", done))
 	}
@@ -55,7 +55,7 @@ func (s *Server) adminResult(c echo.Context, err error, done string) error {
 func (s *Server) pageCreateUser(c echo.Context) error {
 	name := auth.NormalizeName(c.FormValue("name"))
 	_, err := s.auth.CreateUser(c.Request().Context(), name, c.FormValue("password"), c.FormValue("admin") == "1")
-	return s.adminResult(c, err, "Created "+name+".")
+	return s.adminResult(c, err, flashUserCreated)
 }
 
 // POST /admin/users/:name/role {role}
@@ -63,7 +63,7 @@ func (s *Server) pageSetRole(c echo.Context) error {
 	name := c.Param("name")
 	role := auth.Role(c.FormValue("role"))
 	err := s.auth.SetRole(c.Request().Context(), name, role)
-	return s.adminResult(c, err, name+" is now "+string(role)+".")
+	return s.adminResult(c, err, flashRoleChanged)
 }
 
 // POST /admin/users/:name/disabled {disabled=1|0}
@@ -74,16 +74,16 @@ func (s *Server) pageSetDisabled(c echo.Context) error {
 		return s.renderAdminUsers(c, http.StatusBadRequest, "", "You cannot disable yourself.")
 	}
 	err := s.auth.SetDisabled(c.Request().Context(), name, disabled)
-	msg := "Enabled " + name + "."
+	key := flashUserEnabled
 	if disabled {
-		msg = "Disabled " + name + "; their sessions in browsers have ended."
+		key = flashUserDisabled
 	}
-	return s.adminResult(c, err, msg)
+	return s.adminResult(c, err, key)
 }
 
 // POST /admin/users/:name/password {password}
 func (s *Server) pageSetPassword(c echo.Context) error {
 	name := c.Param("name")
 	err := s.auth.SetPassword(c.Request().Context(), name, c.FormValue("password"))
-	return s.adminResult(c, err, "The password of "+name+" is reset; they must sign in again.")
+	return s.adminResult(c, err, flashPasswordReset)
 }

@@ -46,7 +46,7 @@ func limitImportUpload(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if r.ContentLength > maxImportUpload {
-			return redirect(c, withFlash("/", "Import failed: the file is larger than 64 MiB."))
+			return redirect(c, withFlash("/", flashImportTooLarge))
 		}
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxImportUpload)
 		return next(c)
@@ -60,9 +60,9 @@ func (s *Server) pageImport(c echo.Context) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return redirect(c, withFlash("/", "Import failed: the file is larger than 64 MiB."))
+			return redirect(c, withFlash("/", flashImportTooLarge))
 		}
-		return redirect(c, withFlash("/", "Choose a session log (.jsonl) to import."))
+		return redirect(c, withFlash("/", flashImportNoFile))
 	}
 	f, err := fh.Open()
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *Server) pageImport(c echo.Context) error {
 	sess, err := s.svc.Import(c.Request().Context(), ActorFrom(c), f)
 	if err != nil {
 		if e := service.AsError(err); e.Code == service.CodeBadRequest || e.Code == service.CodeTooLarge {
-			return redirect(c, withFlash("/", "Import failed: "+e.Message))
+			return s.renderSessions(c, e.Code.HTTPStatus(), "Import failed: "+e.Message)
 		}
 		return s.pageError(c, err)
 	}

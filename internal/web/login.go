@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,14 +26,46 @@ const (
 	msgFormExpired    = "The form expired. Please try again."
 )
 
-// safeNext keeps a post-login redirect on this site: a local absolute path,
-// not "//host" or "/\host" (which browsers treat as another host).
+// safeNext keeps a redirect (after login, back to a list) on this site:
+// a path starting with one "/" that no reading turns into another host.
+// Browsers drop tabs and newlines from a Location and read a backslash as
+// "/", so "/<tab>/evil.example" and "/\evil.example" lead off-site just as
+// "//evil.example" does, and a target may be decoded again on its way.
+// So the target must hold no control character, whitespace, backslash or
+// "//", nor may its path (before any query) once or twice percent-decoded;
+// anything else answers "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") {
+	if !strings.HasPrefix(next, "/") || !plainPath(next) {
 		return "/"
 	}
-	return next
+	s, _, _ := strings.Cut(next, "?")
+	s, _, _ = strings.Cut(s, "#")
+	for range 3 {
+		d, err := url.PathUnescape(s)
+		if err != nil || !plainPath(d) {
+			return "/"
+		}
+		if d == s {
+			return next
+		}
+		s = d
+	}
+	return "/" // still encoded after three decodings: no page of ours
+}
+
+// plainPath reports whether s has none of what makes a browser leave the
+// site: "//", a backslash, control characters, whitespace, or bytes that
+// are not UTF-8.
+func plainPath(s string) bool {
+	if strings.Contains(s, "//") || strings.ContainsRune(s, '\\') {
+		return false
+	}
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) loginPage(c echo.Context) error {

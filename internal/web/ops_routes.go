@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -32,7 +33,10 @@ func (s *Server) opsRoutes() {
 
 // requireAdminOrLocal lets a direct loopback client through; anyone else
 // must be an admin. A request that came through a proxy (forwarding
-// headers) is not local even when the proxy is.
+// headers) is not local even when the proxy is, nor is one whose Host is
+// not a loopback name: a web page whose DNS name was rebound to 127.0.0.1
+// reaches the port from this machine's browser, but with its own name as
+// Host.
 func (s *Server) requireAdminOrLocal(next echo.HandlerFunc) echo.HandlerFunc {
 	admin := s.RequireAdmin(next)
 	return func(c echo.Context) error {
@@ -50,6 +54,21 @@ func directLoopback(r *http.Request) bool {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback() && loopbackName(r.Host)
+}
+
+// loopbackName reports whether a Host header names this machine:
+// localhost or a loopback address, with any port.
+func loopbackName(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()

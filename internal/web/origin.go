@@ -16,12 +16,19 @@ import (
 //     always send Origin on a WebSocket handshake. The actor middleware has
 //     already refused an invalid token.
 //   - Origin "null" or unparsable: refused.
-//   - otherwise the Origin's host[:port] must equal the request's Host
-//     (default ports :80/:443 ignored, case-insensitive), or the Origin must
-//     be one of trusted (scheme://host[:port]).
+//   - otherwise the Origin must be the request's own origin: the same
+//     scheme (https when the connection is TLS or a proxy says so with
+//     X-Forwarded-Proto, else http) and the same host[:port] as the Host
+//     header (the scheme's default port ignored, case-insensitive); or one
+//     of trusted (scheme://host[:port]).
 //
-// X-Forwarded-Host is not honoured: a TLS reverse proxy must pass the Host
-// header through, or its public origin must be listed in trusted.
+// The scheme counts: a page of https://host is another origin than
+// http://host, and may be another program. X-Forwarded-Host is not
+// honoured: a TLS reverse proxy must pass the Host header through and set
+// X-Forwarded-Proto, or its public origin must be listed in trusted.
+// Trusting X-Forwarded-Proto from anyone is safe here: a browser cannot
+// add it to a WebSocket handshake, and what is not a browser can send any
+// Origin anyway.
 func CheckOrigin(r *http.Request, trusted []string) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -32,27 +39,32 @@ func CheckOrigin(r *http.Request, trusted []string) bool {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	if stripDefaultPort(u.Host) == stripDefaultPort(r.Host) {
+	norm := originOf(u.Scheme, u.Host)
+	scheme := "http"
+	if isHTTPS(r) {
+		scheme = "https"
+	}
+	if norm == originOf(scheme, r.Host) {
 		return true
 	}
-	norm := u.Scheme + "://" + stripDefaultPort(u.Host)
 	for _, t := range trusted {
 		tu, err := url.Parse(strings.TrimRight(t, "/"))
-		if err == nil && tu.Scheme+"://"+stripDefaultPort(tu.Host) == norm {
+		if err == nil && originOf(tu.Scheme, tu.Host) == norm {
 			return true
 		}
 	}
 	return false
 }
 
-func stripDefaultPort(host string) string {
-	host = strings.ToLower(host)
-	for _, p := range []string{":80", ":443"} {
-		if h, ok := strings.CutSuffix(host, p); ok {
-			return h
-		}
+// originOf is scheme://host[:port] lower-cased, without the scheme's
+// default port.
+func originOf(scheme, host string) string {
+	scheme, host = strings.ToLower(scheme), strings.ToLower(host)
+	def := ":80"
+	if scheme == "https" {
+		def = ":443"
 	}
-	return host
+	return scheme + "://" + strings.TrimSuffix(host, def)
 }
 
 // RequireSameOrigin refuses, with 403, requests that fail CheckOrigin

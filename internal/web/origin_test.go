@@ -17,26 +17,31 @@ func TestCheckOrigin(t *testing.T) {
 	tests := []struct {
 		name, origin, host string
 		bearer             bool
+		proto              string // X-Forwarded-Proto
 		want               bool
 	}{
-		{"no origin, no token", "", "127.0.0.1:8080", false, false},
-		{"no origin, bearer token", "", "127.0.0.1:8080", true, true},
-		{"same origin", "http://127.0.0.1:8080", "127.0.0.1:8080", false, true},
-		{"same origin with a token", "http://127.0.0.1:8080", "127.0.0.1:8080", true, true},
-		{"other port", "http://127.0.0.1:9090", "127.0.0.1:8080", false, false},
-		{"other host", "http://evil.example", "127.0.0.1:8080", true, false},
-		{"suffix trick", "http://example.com.evil.example", "example.com", false, false},
-		{"default https port", "https://example.com", "example.com", false, true},
-		{"explicit default port", "https://example.com:443", "example.com", false, true},
-		{"host with default port", "http://example.com", "example.com:80", false, true},
-		{"case", "http://EXAMPLE.com", "example.com", false, true},
-		{"null", "null", "example.com", false, false},
-		{"not a url", "%zz", "example.com", false, false},
-		{"other scheme", "ftp://example.com", "example.com", false, false},
-		{"trusted origin", "https://harness.example.org", "127.0.0.1:8080", false, true},
-		{"trusted, explicit port", "https://harness.example.org:443", "127.0.0.1:8080", false, true},
-		{"trusted, trailing slash in config", "http://10.0.0.5:8080", "127.0.0.1:8080", false, true},
-		{"trusted host, wrong scheme", "http://harness.example.org", "127.0.0.1:8080", false, false},
+		{"no origin, no token", "", "127.0.0.1:8080", false, "", false},
+		{"no origin, bearer token", "", "127.0.0.1:8080", true, "", true},
+		{"same origin", "http://127.0.0.1:8080", "127.0.0.1:8080", false, "", true},
+		{"same origin with a token", "http://127.0.0.1:8080", "127.0.0.1:8080", true, "", true},
+		{"other port", "http://127.0.0.1:9090", "127.0.0.1:8080", false, "", false},
+		{"other host", "http://evil.example", "127.0.0.1:8080", true, "", false},
+		{"suffix trick", "http://example.com.evil.example", "example.com", false, "", false},
+		{"https origin on an http server", "https://127.0.0.1:8080", "127.0.0.1:8080", false, "", false},
+		{"http origin behind a TLS proxy", "http://example.com", "example.com", false, "https", false},
+		{"behind a TLS proxy", "https://example.com", "example.com", false, "https", true},
+		{"proxy says http", "https://example.com", "example.com", false, "http", false},
+		{"explicit default port", "https://example.com:443", "example.com", false, "https", true},
+		{"other scheme's default port", "https://example.com:80", "example.com", false, "https", false},
+		{"host with default port", "http://example.com", "example.com:80", false, "", true},
+		{"case", "http://EXAMPLE.com", "example.com", false, "", true},
+		{"null", "null", "example.com", false, "", false},
+		{"not a url", "%zz", "example.com", false, "", false},
+		{"other scheme", "ftp://example.com", "example.com", false, "", false},
+		{"trusted origin", "https://harness.example.org", "127.0.0.1:8080", false, "", true},
+		{"trusted, explicit port", "https://harness.example.org:443", "127.0.0.1:8080", false, "", true},
+		{"trusted, trailing slash in config", "http://10.0.0.5:8080", "127.0.0.1:8080", false, "", true},
+		{"trusted host, wrong scheme", "http://harness.example.org", "127.0.0.1:8080", false, "", false},
 	}
 	for _, tt := range tests {
 		r, _ := http.NewRequest(http.MethodGet, "http://"+tt.host+"/ws", nil)
@@ -45,6 +50,9 @@ func TestCheckOrigin(t *testing.T) {
 		}
 		if tt.bearer {
 			r.Header.Set("Authorization", "Bearer hrn_x")
+		}
+		if tt.proto != "" {
+			r.Header.Set("X-Forwarded-Proto", tt.proto)
 		}
 		if got := CheckOrigin(r, trusted); got != tt.want {
 			t.Errorf("%s: CheckOrigin(origin %q, host %q) = %v, want %v", tt.name, tt.origin, tt.host, got, tt.want)
@@ -88,6 +96,7 @@ func TestWebSocketUpgradeGuard(t *testing.T) {
 	}{
 		{"cookie, same origin", self, true, "", "", 101, "owner"},
 		{"cookie, cross origin", "http://evil.example", true, "", "", 403, ""},
+		{"cookie, https origin on this http server", "https" + strings.TrimPrefix(self, "http"), true, "", "", 403, ""},
 		{"cookie, trusted origin", "https://harness.example.org", true, "", "", 101, "owner"},
 		{"cookie, no origin", "", true, "", "", 403, ""},
 		{"token, no origin", "", false, env.tokens[actorViewer], "", 101, "viewer"},

@@ -168,8 +168,9 @@ func TestSharingPagesAndViewer(t *testing.T) {
 	admin := e.login("admin", "admin-password")
 	id := admin.newSession("shared hello", "ask")
 
-	res, body := admin.form("/sessions/"+id+"/links", nil)
-	wantStatus(t, "create link", res, http.StatusOK)
+	res, _ := admin.form("/sessions/"+id+"/links", nil)
+	wantStatus(t, "create link", res, http.StatusSeeOther)
+	res, body := admin.get(res.Header.Get("Location"))
 	m := regexp.MustCompile(`value="https?://[^"]+(/s/[A-Za-z0-9_-]+)"`).FindStringSubmatch(body)
 	if m == nil {
 		t.Fatal("no link shown")

@@ -79,18 +79,68 @@ func sentence(m string) string {
 // redirect answers a form post with 303 See Other.
 func redirect(c echo.Context, to string) error { return c.Redirect(http.StatusSeeOther, to) }
 
-// withFlash adds a one-line message to a redirect target.
-func withFlash(path, msg string) string {
-	return path + "?flash=" + url.QueryEscape(msg)
+// flashKey names a message a page shows after a redirect. Only the key
+// travels in the URL: a URL that carried the text would let anyone who
+// sends a link put their words in our status banner.
+type flashKey string
+
+// Flash keys.
+const (
+	flashNone            flashKey = ""
+	flashSessionArchived flashKey = "session-archived"
+	flashSessionRestored flashKey = "session-restored"
+	flashSessionDeleted  flashKey = "session-deleted"
+	flashImportTooLarge  flashKey = "import-too-large"
+	flashImportNoFile    flashKey = "import-no-file"
+	flashPrefsSaved      flashKey = "prefs-saved"
+	flashDefaultSaved    flashKey = "default-saved"
+	flashRouteSaved      flashKey = "route-saved"
+	flashRouteDeleted    flashKey = "route-deleted"
+	flashRootSaved       flashKey = "root-saved"
+	flashRootRemoved     flashKey = "root-removed"
+	flashHostsSaved      flashKey = "hosts-saved"
+	flashNetworkSaved    flashKey = "network-saved"
+	flashUserCreated     flashKey = "user-created"
+	flashRoleChanged     flashKey = "role-changed"
+	flashUserEnabled     flashKey = "user-enabled"
+	flashUserDisabled    flashKey = "user-disabled"
+	flashPasswordReset   flashKey = "password-reset"
+)
+
+// flashMessages are the messages of the keys. They name no user or route:
+// the page below the banner shows which one changed.
+var flashMessages = map[flashKey]string{
+	flashSessionArchived: "Session archived.",
+	flashSessionRestored: "Session restored from the archive.",
+	flashSessionDeleted:  "Session deleted.",
+	flashImportTooLarge:  "Import failed: the file is larger than 64 MiB.",
+	flashImportNoFile:    "Choose a session log (.jsonl) to import.",
+	flashPrefsSaved:      "Saved. New sessions use these settings.",
+	flashDefaultSaved:    "The default model is saved.",
+	flashRouteSaved:      "The route is saved.",
+	flashRouteDeleted:    "The route is deleted.",
+	flashRootSaved:       "The workspace root is saved.",
+	flashRootRemoved:     "The workspace root is removed.",
+	flashHostsSaved:      "The clone hosts are saved.",
+	flashNetworkSaved:    "Network access is saved.",
+	flashUserCreated:     "User created.",
+	flashRoleChanged:     "Role changed.",
+	flashUserEnabled:     "User enabled.",
+	flashUserDisabled:    "User disabled; their sessions in browsers have ended.",
+	flashPasswordReset:   "Password reset; they must sign in again.",
 }
 
-// flash reads the message of a redirect (bounded, shown as text).
-func flash(c echo.Context) string {
-	f := c.QueryParam("flash")
-	if len(f) > 200 {
-		f = f[:200]
+// withFlash adds a message's key to a redirect target (none for flashNone).
+func withFlash(path string, key flashKey) string {
+	if key == flashNone {
+		return path
 	}
-	return f
+	return path + "?flash=" + url.QueryEscape(string(key))
+}
+
+// flash is the message a redirect asked for; an unknown key shows nothing.
+func flash(c echo.Context) string {
+	return flashMessages[flashKey(c.QueryParam("flash"))]
 }
 
 // modelOptions lists every route's models for a picker; selected is

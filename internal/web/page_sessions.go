@@ -16,9 +16,16 @@ import (
 
 // GET / — the session list: search, archived filter, keyset paging.
 func (s *Server) pageSessions(c echo.Context) error {
+	return s.renderSessions(c, http.StatusOK, flash(c))
+}
+
+// renderSessions shows the session list with a message: a redirect's, or
+// why a form posted to it was refused (rendered in place, so a message
+// from elsewhere never travels in a URL).
+func (s *Server) renderSessions(c echo.Context, status int, msg string) error {
 	ctx := c.Request().Context()
 	a := ActorFrom(c)
-	v := templates.SessionsView{Q: strings.TrimSpace(c.QueryParam("q")), Archived: c.QueryParam("archived") == "1", Flash: flash(c)}
+	v := templates.SessionsView{Q: strings.TrimSpace(c.QueryParam("q")), Archived: c.QueryParam("archived") == "1", Flash: msg}
 	archived := v.Archived
 	list, err := s.svc.ListSessions(ctx, a, service.ListQuery{Q: v.Q, Archived: &archived, Cursor: c.QueryParam("cursor"), Limit: 50})
 	if err != nil {
@@ -39,7 +46,7 @@ func (s *Server) pageSessions(c echo.Context) error {
 	v.Mode = string(prefs.Mode)
 	v.Workspaces = s.workspaceChoices(c)
 	v.Nav = *s.nav(c, "sessions", "")
-	return renderComponent(c, http.StatusOK, templates.SessionsPage(v))
+	return renderComponent(c, status, templates.SessionsPage(v))
 }
 
 // maxDirChoices bounds the directories the new-session form offers.
@@ -116,7 +123,7 @@ func (s *Server) pageCreateSession(c echo.Context) error {
 	sess, err := s.svc.CreateSession(ctx, a, opts)
 	if err != nil {
 		if e := service.AsError(err); e.Code == service.CodeBadRequest || e.Code == service.CodeForbidden || e.Code == service.CodeConflict || e.Code == service.CodeUnavailable {
-			return redirect(c, withFlash("/", e.Message))
+			return s.renderSessions(c, e.Code.HTTPStatus(), e.Message)
 		}
 		return s.pageError(c, err)
 	}
@@ -166,11 +173,11 @@ func (s *Server) pageArchive(c echo.Context) error {
 	if _, err := s.svc.UpdateSession(c.Request().Context(), ActorFrom(c), id, service.Patch{Archived: &archived}); err != nil {
 		return s.pageError(c, err)
 	}
-	msg := "Session archived."
+	key := flashSessionArchived
 	if !archived {
-		msg = "Session restored from the archive."
+		key = flashSessionRestored
 	}
-	return redirect(c, withFlash("/", msg))
+	return redirect(c, withFlash("/", key))
 }
 
 // POST /sessions/:id/fork — a new session from the whole log (refused
@@ -217,7 +224,7 @@ func (s *Server) pageDelete(c echo.Context) error {
 	if err := s.svc.DeleteSession(c.Request().Context(), ActorFrom(c), c.Param("id")); err != nil {
 		return s.pageError(c, err)
 	}
-	return redirect(c, withFlash("/", "Session deleted."))
+	return redirect(c, withFlash("/", flashSessionDeleted))
 }
 
 // GET /sessions/:id/export — the log as JSON lines, as a download.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -11,9 +12,38 @@ import (
 	"harness/web/templates"
 )
 
-// GET /sessions/:id/sharing — members and read-only links.
+// GET /sessions/:id/sharing — members and read-only links, and the link
+// just created (once).
 func (s *Server) pageSharing(c echo.Context) error {
-	return s.renderSharing(c, "", "")
+	return s.renderSharing(c, s.takeNewLink(c), "")
+}
+
+// newLinkCookie carries a share link just created from the POST to the
+// page it redirects to, which shows it once: a reload of that page must
+// not create another link, and the token must not travel in a URL. It
+// holds "<session id>.<token>", lives a minute, and the page clears it.
+const newLinkCookie = "harness_new_link"
+
+// takeNewLink returns the full URL of the link created for this page's
+// session, if one waits, and clears it.
+func (s *Server) takeNewLink(c echo.Context) string {
+	ck, err := c.Cookie(newLinkCookie)
+	if err != nil {
+		return ""
+	}
+	setCookie(c, &http.Cookie{Name: newLinkCookie, Value: "", MaxAge: -1})
+	id, token, ok := strings.Cut(ck.Value, ".")
+	if !ok || id != c.Param("id") || token == "" {
+		return ""
+	}
+	// The page holds the token: no cache keeps it.
+	c.Response().Header().Set("Cache-Control", "no-store")
+	r := c.Request()
+	scheme := "http"
+	if isHTTPS(r) {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/s/" + token
 }
 
 func (s *Server) renderSharing(c echo.Context, newLink, errMsg string) error {
@@ -75,19 +105,16 @@ func (s *Server) pageRemoveMember(c echo.Context) error {
 	return redirect(c, "/sessions/"+id+"/sharing")
 }
 
-// POST /sessions/:id/links — creates a link and shows it once.
+// POST /sessions/:id/links — creates a link, then redirects to the
+// sharing page, which shows it once (newLinkCookie).
 func (s *Server) pageCreateLink(c echo.Context) error {
 	id := c.Param("id")
 	l, err := s.svc.CreateShareLink(c.Request().Context(), ActorFrom(c), id, nil)
 	if err != nil {
 		return s.pageError(c, err)
 	}
-	r := c.Request()
-	scheme := "http"
-	if isHTTPS(r) {
-		scheme = "https"
-	}
-	return s.renderSharing(c, scheme+"://"+r.Host+l.Path, "")
+	setCookie(c, &http.Cookie{Name: newLinkCookie, Value: id + "." + l.Token, MaxAge: 60})
+	return redirect(c, "/sessions/"+id+"/sharing")
 }
 
 // POST /sessions/:id/links/:link/revoke

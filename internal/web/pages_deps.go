@@ -48,6 +48,9 @@ type RouteAdmin interface {
 	Save(ctx context.Context, f routes.Form) (name string, err error)
 	Delete(ctx context.Context, name string) error
 	SetDefault(ctx context.Context, provider, model string) error
+	// Test sends one tiny request through a stored route: nil, a
+	// provider *llm.Failure, or a refusal (*routes.InputError).
+	Test(ctx context.Context, name string) error
 }
 
 // Preferences keeps users' defaults for new sessions; refusals are

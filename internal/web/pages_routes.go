@@ -37,6 +37,7 @@ func (s *Server) pageRoutes() {
 	s.e.POST("/settings/default", s.pageSaveDefault, admin)
 	s.e.POST("/settings/providers", s.pageSaveProvider, admin)
 	s.e.POST("/settings/providers/:name/delete", s.pageDeleteProvider, admin)
+	s.e.POST("/settings/providers/:name/test", s.pageTestProvider, admin)
 	s.e.POST("/settings/roots", s.pageAddRoot, admin)
 	s.e.POST("/settings/roots/delete", s.pageRemoveRoot, admin)
 	s.e.POST("/settings/git-hosts", s.pageSaveGitHosts, admin)

@@ -135,3 +135,52 @@ func TestAdminUsers(t *testing.T) {
 	wantStatus(t, "users page for a user", res, http.StatusForbidden)
 	wantBody(t, "403 page", body, "Forbidden")
 }
+
+// TestSettingsRoutePricesAndConnectionTest: an admin stores a route's
+// prices and window (the form shows them again), and its "Test connection"
+// button answers ok, then the provider's coded failure without the key;
+// a user may not run it.
+func TestSettingsRoutePricesAndConnectionTest(t *testing.T) {
+	t.Parallel()
+	e := newPageEnv(t)
+	admin := e.login("admin", "admin-password")
+	const key = "sk-conn-test-secret-987654"
+	srv := fake.NewServer(fake.Script{Replies: []fake.Reply{
+		{Text: "pong"},
+		{Error: &fake.HTTPError{Status: 401, Message: "Incorrect API key provided: " + key}},
+	}}, fake.WithChunkDelay(0))
+	base := srv.Start(t)
+	res, _ := admin.form("/settings/providers", url.Values{
+		"name": {"priced"}, "kind": {"openai"}, "base_url": {base}, "api_key": {key}, "models": {"m1"}, "enabled": {"1"},
+		"input_price": {"0.27"}, "cached_input_price": {"0.07"}, "output_price": {"1.1"}, "context_window": {"64000"},
+	})
+	wantStatus(t, "route with prices", res, http.StatusSeeOther)
+	_, body := admin.get("/settings")
+	wantBody(t, "settings", body, `name="input_price" min="0" step="any" inputmode="decimal" value="0.27"`, `value="0.07"`, `value="1.1"`,
+		`name="context_window" min="1" step="1" value="64000"`, `action="/settings/providers/priced/test"`)
+	res, body = admin.form("/settings/providers", url.Values{
+		"name": {"priced"}, "kind": {"openai"}, "base_url": {base}, "models": {"m1"}, "input_price": {"-1"}, "output_price": {"1"},
+	})
+	wantStatus(t, "negative price", res, http.StatusBadRequest)
+	wantBody(t, "negative price", body, "the input price must be a number")
+
+	res, body = admin.form("/settings/providers/priced/test", nil)
+	wantStatus(t, "test ok", res, http.StatusOK)
+	wantBody(t, "test ok", body, "Route priced: the connection works")
+	res, body = admin.form("/settings/providers/priced/test", nil)
+	wantStatus(t, "test failing", res, http.StatusOK)
+	wantBody(t, "test failing", body, "the connection test failed: AUTH: ")
+	if strings.Contains(body, key) {
+		t.Fatal("the failed test shows the API key")
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("the model server got %d requests, want one per test", n)
+	}
+	res, body = admin.form("/settings/providers/demo/test", nil)
+	wantStatus(t, "test a built-in route", res, http.StatusBadRequest)
+	wantBody(t, "test a built-in route", body, "only routes stored in Settings")
+
+	bob := e.login("bob", "bob-password")
+	res, _ = bob.form("/settings/providers/priced/test", nil)
+	wantStatus(t, "a user testing a route", res, http.StatusForbidden)
+}

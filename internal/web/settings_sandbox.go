@@ -64,7 +64,7 @@ func size(n int64) string {
 
 // settingsResult answers a Sandbox form: a coded refusal re-renders the page
 // with the message; success returns to the section.
-func (s *Server) settingsResult(c echo.Context, err error, ok string) error {
+func (s *Server) settingsResult(c echo.Context, err error, ok flashKey) error {
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal {
@@ -84,20 +84,20 @@ func (s *Server) pageAddRoot(c echo.Context) error {
 		}
 	}
 	err := s.svc.AddWorkspaceRoot(c.Request().Context(), ActorFrom(c), r)
-	return s.settingsResult(c, err, "The workspace root is saved.")
+	return s.settingsResult(c, err, flashRootSaved)
 }
 
 // POST /settings/roots/delete {path} (admins)
 func (s *Server) pageRemoveRoot(c echo.Context) error {
 	err := s.svc.RemoveWorkspaceRoot(c.Request().Context(), ActorFrom(c), c.FormValue("path"))
-	return s.settingsResult(c, err, "The workspace root is removed.")
+	return s.settingsResult(c, err, flashRootRemoved)
 }
 
 // POST /settings/git-hosts {hosts: one per line} (admins)
 func (s *Server) pageSaveGitHosts(c echo.Context) error {
 	hosts := strings.FieldsFunc(c.FormValue("hosts"), func(r rune) bool { return r == '\n' || r == '\r' || r == ',' || r == ' ' })
 	err := s.svc.SetGitHosts(c.Request().Context(), ActorFrom(c), hosts)
-	return s.settingsResult(c, err, "The clone hosts are saved.")
+	return s.settingsResult(c, err, flashHostsSaved)
 }
 
 // POST /settings/network {route: checked routes} (admins)
@@ -113,10 +113,10 @@ func (s *Server) pageSaveRouteNetwork(c echo.Context) error {
 	}
 	for _, info := range s.ui.Routes.Available() {
 		if err := s.svc.SetRouteNetwork(ctx, ActorFrom(c), info.Name, on[info.Name]); err != nil {
-			return s.settingsResult(c, err, "")
+			return s.settingsResult(c, err, flashNone)
 		}
 	}
-	return s.settingsResult(c, nil, "Network access is saved.")
+	return s.settingsResult(c, nil, flashNetworkSaved)
 }
 
 // POST /sessions/:id/network {network: 1|0} (admins) — the session's tools

@@ -14,6 +14,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/testkit/apptest"
+	"harness/internal/ws"
 )
 
 // BenchmarkFanout streams 50 chunks/s per session for 5 s and measures the
@@ -38,6 +39,8 @@ func fanout(b *testing.B, sessions, subsPer int) {
 	ctx := context.Background()
 	a := apptest.StartApp(b, nil, app.Options{
 		Providers: []llm.Provider{fake.Tick{Name: "tick", Every: time.Second / rate, Chunks: chunks}},
+		// One user holds every subscriber's socket.
+		WS: ws.Options{MaxSockets: sessions * subsPer},
 	})
 	c := a.User(b, "bench", false).Client
 

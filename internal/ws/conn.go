@@ -29,6 +29,11 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// checkMu serialises recheck (keepalive and access notices).
+	checkMu sync.Mutex
+	// limit is the request rate limit (reader goroutine only).
+	limit bucket
+
 	mu        sync.Mutex
 	subs      map[string]*subscription
 	closing   bool
@@ -42,6 +47,7 @@ func (h *Hub) newConn(sock *websocket.Conn, a *auth.Actor) *conn {
 	return &conn{
 		h: h, sock: sock, actor: a, out: newSendQueue(h.opts.SendBytes),
 		ctx: ctx, cancel: cancel, subs: map[string]*subscription{},
+		limit: newBucket(h.opts.CommandRate, h.opts.CommandBurst),
 	}
 }
 
@@ -75,6 +81,10 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		if !c.limit.take(time.Now()) {
+			c.refuse(data)
+			continue
+		}
 		if typ != websocket.MessageText {
 			c.sendErr("", service.Errorf(service.CodeBadRequest, "only text frames are accepted"))
 			continue
@@ -87,6 +97,10 @@ func (c *conn) writeLoop() {
 	for {
 		run, err := c.out.popRun(c.ctx, joinBatch, c.h.opts.ReplayPage, replayFrameBytes)
 		if err != nil {
+			return
+		}
+		if end := run[0].end; end != nil { // never joined: its ev is nil
+			c.close(end.code, end.reason)
 			return
 		}
 		frame := compose(run)
@@ -126,9 +140,10 @@ func compose(run []item) []byte {
 }
 
 // keepalive pings every PingInterval (a missing pong closes the socket)
-// and re-authorizes the subscriptions, so a revoked share link or a removed
-// member stops receiving. It also drops a socket whose current write has
-// taken longer than WriteTimeout.
+// and re-checks the credential and the subscriptions (recheck): access
+// notices cut revocations made in this process at once, this catches the
+// rest (an expired login, the CLI revoking a token). It also drops a socket
+// whose current write has taken longer than WriteTimeout.
 func (c *conn) keepalive() {
 	t := time.NewTicker(c.h.opts.PingInterval)
 	defer t.Stop()
@@ -157,7 +172,7 @@ func (c *conn) keepalive() {
 			}
 			return
 		}
-		c.reauthorize()
+		c.recheck()
 	}
 }
 
@@ -178,6 +193,38 @@ func (c *conn) handle(data []byte) {
 	if resp, ok := c.dispatch(req); ok {
 		c.send(mustJSON(resp))
 	}
+}
+
+// refuse answers a request over the rate limit without running it. The
+// flood is answered rather than read more slowly, so the client learns
+// why; its answers are small, so its queue grows no faster than it reads.
+func (c *conn) refuse(data []byte) {
+	req, _ := decodeRequest(data)
+	c.sendErr(req.ID, service.Errorf(service.CodeRateLimited,
+		"too many requests: at most %g per second on average, %d at once", c.h.opts.CommandRate, c.h.opts.CommandBurst))
+}
+
+// bucket is a token bucket: rate tokens a second, holding at most burst.
+type bucket struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+func newBucket(rate float64, burst int) bucket {
+	return bucket{rate: rate, burst: float64(burst), tokens: float64(burst)}
+}
+
+// take spends a token if there is one.
+func (b *bucket) take(now time.Time) bool {
+	if !b.last.IsZero() {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // sendErr answers a request with an error, or pushes an error frame when

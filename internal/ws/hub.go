@@ -2,6 +2,7 @@ package ws
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -38,7 +39,24 @@ type Options struct {
 	// ReplayPage is how many events a replay reads at a time, and the most
 	// events one session/events frame carries (default 256).
 	ReplayPage int
+
+	// MaxSockets bounds the open sockets of one user (cookie and token
+	// sockets together) and of one share link (default 64); the upgrade
+	// beyond it is refused with 429 rate_limited.
+	MaxSockets int
+	// CommandRate is how many requests per second one socket may send on
+	// average (default 50), CommandBurst how many at once (default 100);
+	// requests beyond it are answered rate_limited without being run.
+	CommandRate  float64
+	CommandBurst int
 }
+
+// Defaults of the abuse limits.
+const (
+	DefaultMaxSockets   = 64
+	DefaultCommandRate  = 50
+	DefaultCommandBurst = 100
+)
 
 // DefaultSendBytes is the default of Options.SendBytes and HoldBytes.
 const DefaultSendBytes = 32 << 20
@@ -61,6 +79,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReplayPage <= 0 {
 		o.ReplayPage = 256
+	}
+	if o.MaxSockets <= 0 {
+		o.MaxSockets = DefaultMaxSockets
+	}
+	if o.CommandRate <= 0 {
+		o.CommandRate = DefaultCommandRate
+	}
+	if o.CommandBurst <= 0 {
+		o.CommandBurst = DefaultCommandBurst
 	}
 	return o
 }
@@ -106,7 +133,10 @@ type Deps struct {
 	// Projections makes a session's projection for subscribers that ask
 	// for HTML; nil sends no html.
 	Projections Projections
-	Options     Options
+	// Access reports revocations so they cut open sockets at once; nil
+	// leaves that to the keepalive's re-check.
+	Access  Access
+	Options Options
 }
 
 // Hub serves the WebSocket and fans session events out to subscribers.
@@ -115,6 +145,7 @@ type Hub struct {
 	svc         Service
 	mgr         Manager
 	projections Projections
+	access      Access
 	opts        Options
 
 	base   context.Context
@@ -124,10 +155,13 @@ type Hub struct {
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
 	topics map[string]*topic
+	// open counts the sockets per owner (socketOwner) against MaxSockets.
+	open   map[string]int
 	closed bool
 	wg     sync.WaitGroup // connections
 
 	changes *changeQueue
+	revokes *accessQueue
 	// beforeDispatch, when set (tests only), runs before each request.
 	beforeDispatch func(Request)
 
@@ -143,9 +177,9 @@ func New(d Deps) *Hub {
 	}
 	base, stop := context.WithCancel(context.Background())
 	h := &Hub{
-		log: log, svc: d.Service, mgr: d.Manager, projections: d.Projections, opts: d.Options.withDefaults(),
+		log: log, svc: d.Service, mgr: d.Manager, projections: d.Projections, access: d.Access, opts: d.Options.withDefaults(),
 		base: base, stop: stop,
-		conns: map[*conn]struct{}{}, topics: map[string]*topic{},
+		conns: map[*conn]struct{}{}, topics: map[string]*topic{}, open: map[string]int{},
 	}
 	h.changes = newChangeQueue(h)
 	h.cancel = append(h.cancel,
@@ -153,6 +187,11 @@ func New(d Deps) *Hub {
 		h.svc.SubscribeChanges(h.changes.add),
 	)
 	go h.changes.run(base)
+	if h.access != nil {
+		h.revokes = newAccessQueue(h)
+		h.cancel = append(h.cancel, h.access.SubscribeAccess(h.revokes.add))
+		go h.revokes.run(base)
+	}
 	return h
 }
 
@@ -162,28 +201,77 @@ func New(d Deps) *Hub {
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a := auth.ActorFromContext(r.Context())
 	if a == nil {
-		http.Error(w, `{"error":{"code":"unauthorized","message":"authentication required"}}`, http.StatusUnauthorized)
+		writeError(w, http.StatusUnauthorized, service.Errorf(service.CodeUnauthorized, "authentication required"))
 		return
 	}
-	h.mu.Lock()
-	closed := h.closed
-	h.mu.Unlock()
-	if closed {
-		http.Error(w, `{"error":{"code":"unavailable","message":"server shutting down"}}`, http.StatusServiceUnavailable)
+	owner := socketOwner(a)
+	switch h.reserve(owner) {
+	case errClosed:
+		writeError(w, http.StatusServiceUnavailable, service.Errorf(service.CodeUnavailable, "server shutting down"))
+		return
+	case errTooMany:
+		h.log.Warn("websocket refused: too many sockets", "user", a.UserID, "via", a.Via, "max", h.opts.MaxSockets)
+		writeError(w, http.StatusTooManyRequests, service.Errorf(service.CodeRateLimited,
+			"too many open connections (at most %d per user or share link); close some and retry", h.opts.MaxSockets))
 		return
 	}
 	sock, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		h.unreserve(owner)
 		h.log.Debug("websocket accept", "err", err)
 		return
 	}
 	c := h.newConn(sock, a)
 	if !h.register(c) {
+		h.unreserve(owner)
 		_ = sock.Close(websocket.StatusGoingAway, ReasonShutdown)
 		return
 	}
 	defer h.wg.Done()
 	c.run()
+}
+
+// socketOwner is whom a socket counts against for MaxSockets: its user
+// (cookie and token sockets together) or its share link.
+func socketOwner(a *auth.Actor) string {
+	if a.Via == auth.ViaShare {
+		return "share:" + a.ShareLinkID
+	}
+	return "user:" + a.UserID
+}
+
+var (
+	errClosed  = errors.New("hub closed")
+	errTooMany = errors.New("too many sockets")
+)
+
+// reserve counts a socket against its owner's bound before the upgrade,
+// so concurrent upgrades cannot overshoot it.
+func (h *Hub) reserve(owner string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return errClosed
+	}
+	if h.open[owner] >= h.opts.MaxSockets {
+		return errTooMany
+	}
+	h.open[owner]++
+	return nil
+}
+
+func (h *Hub) unreserve(owner string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unreserveLocked(owner)
+}
+
+func (h *Hub) unreserveLocked(owner string) {
+	if h.open[owner] <= 1 {
+		delete(h.open, owner)
+		return
+	}
+	h.open[owner]--
 }
 
 func (h *Hub) register(c *conn) bool {
@@ -200,7 +288,17 @@ func (h *Hub) register(c *conn) bool {
 func (h *Hub) unregister(c *conn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.conns, c)
+	if _, ok := h.conns[c]; ok {
+		delete(h.conns, c)
+		h.unreserveLocked(socketOwner(c.actor))
+	}
+}
+
+// writeError answers a refused upgrade with the REST error shape.
+func writeError(w http.ResponseWriter, status int, e *service.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
 }
 
 // Close closes every socket with 1001 (going away) and waits for their

@@ -68,6 +68,12 @@ const (
 	// (Options.SendBytes, or HoldBytes during a replay); reconnect and
 	// subscribe with since = the last seq received.
 	CloseSlowConsumer websocket.StatusCode = 4008
+	// CloseRevoked: the credential the socket was opened with no longer
+	// stands (logged out, password changed, token or share link revoked,
+	// account disabled or deleted, login expired). Every subscription got
+	// session/closed first. Sign in again; do not reconnect with the same
+	// credential.
+	CloseRevoked websocket.StatusCode = 4401
 )
 
 // Close reasons.
@@ -75,6 +81,7 @@ const (
 	ReasonSlowConsumer = "slow consumer: resume with since"
 	ReasonShutdown     = "server shutting down"
 	ReasonKeepalive    = "keepalive timeout"
+	ReasonRevoked      = "credentials revoked: sign in again"
 )
 
 // RenderHTML is the subscribe option that adds server-rendered HTML to

@@ -15,6 +15,9 @@ type item struct {
 	seq   int64         // event seq for event items, else -1
 	ev    *liveEvent    // batch subscribers' events (frame is nil)
 	sub   *subscription // the batch subscriber of ev
+	// end, when set, is no frame: the writer closes the socket with it
+	// once everything queued before it is written.
+	end *closeNote
 }
 
 // size is what the item counts against the connection's byte bound.

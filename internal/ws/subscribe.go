@@ -204,15 +204,19 @@ func (c *conn) unsubscribe(id string) {
 }
 
 // drop ends a subscription the server stops (deleted session, lost
-// access) and waits for its replay to stop.
-func (c *conn) drop(s *subscription) {
+// access) and waits for its replay to stop. It reports whether the
+// subscription was still the connection's, so only one caller announces
+// its end.
+func (c *conn) drop(s *subscription) bool {
 	c.mu.Lock()
-	if c.subs[s.id] == s {
+	mine := c.subs[s.id] == s
+	if mine {
 		delete(c.subs, s.id)
 	}
 	c.mu.Unlock()
 	s.end()
 	<-s.done
+	return mine
 }
 
 // reauthorize drops the subscriptions the actor may no longer read.
@@ -234,8 +238,9 @@ func (c *conn) reauthorize() {
 		default:
 			continue // a passing failure (database busy) is no verdict
 		}
-		c.drop(s)
-		c.send(mustJSON(Push{Ch: ChClosed, Session: s.id, Reason: string(e.Code), Error: e}))
+		if c.drop(s) {
+			c.send(mustJSON(Push{Ch: ChClosed, Session: s.id, Reason: string(e.Code), Error: e}))
+		}
 	}
 }
 

@@ -414,7 +414,8 @@ func (h *Hub) unloaded(id string) {
 	t.mu.Unlock()
 	frame := mustJSON(Push{Ch: ChClosed, Session: id, Reason: "unloaded"})
 	for _, s := range subs {
-		s.c.drop(s)
-		s.c.send(frame)
+		if s.c.drop(s) {
+			s.c.send(frame)
+		}
 	}
 }

@@ -31,6 +31,17 @@ function cycleTheme() {
 
 function pageClicks() {
   document.addEventListener("click", (e) => {
+    // The skip link focuses its target without putting "#…" in the URL
+    // (a reload would scroll there); without script the fragment does it.
+    const skip = e.target.closest(".skip-link");
+    if (skip) {
+      const target = document.querySelector(skip.getAttribute("href"));
+      if (target) {
+        e.preventDefault();
+        target.focus();
+      }
+      return;
+    }
     const b = e.target.closest("[data-action], [data-copy-from]");
     if (!b) return;
     if (b.dataset.copyFrom) {

@@ -1,8 +1,10 @@
 // The chat page's controls: the composer (send, queue while running,
-// steer, stop and Esc, the /compact command), the queue dock (paused after
+// steer, stop and Esc, the slash-command palette), the queue dock (paused after
 // Stop: "Run next", "Clear"), approval and question
 // panels that take over the composer (and the keyboard focus), the tools
 // allowed for the session, status, mode and model, and the context meter.
+
+import { Palette } from "./palette.js";
 
 // COMPACT is the composer command that compacts the history instead of
 // sending a message.
@@ -42,7 +44,9 @@ export class Controls {
       e.preventDefault();
       this.send("followup");
     });
+    this.palette = new Palette(this);
     this.input.addEventListener("keydown", (e) => {
+      if (this.palette.keydown(e)) return;
       if (e.key !== "Enter" || e.isComposing) return;
       if (e.ctrlKey || e.metaKey) {
         e.preventDefault();
@@ -71,13 +75,15 @@ export class Controls {
       }
     });
     // Escape never decides an approval: it is swallowed inside the panel
-    // (no dialog-closing default, no deny by accident).
+    // (no dialog-closing default, no deny by accident: Esc is also "stop
+    // the turn", and a denial cannot be taken back).
     this.chat.addEventListener("keydown", (e) => {
       if (e.key === "Escape" && e.target.closest?.(".tk-approval")) {
         e.preventDefault();
         e.stopPropagation();
       }
     });
+    document.addEventListener("keydown", (e) => this.panelKeys(e));
     // Esc stops the running turn, unless a panel, dialog, menu or editor
     // has the key (an approval panel swallows its own Escape above).
     document.addEventListener("keydown", (e) => {
@@ -106,10 +112,38 @@ export class Controls {
       if (added) {
         this.focusPanel(added);
       } else if (removed && !this.takeover.querySelector(".tk-panel")) {
+        // Back to the composer, unless the reader is typing or working
+        // elsewhere (a field, the Files panel, a menu): the focus was on
+        // the answered panel, the page (body) or the conversation.
         const a = document.activeElement;
-        if (!a || a === document.body || !a.isConnected) this.input.focus({ preventScroll: true });
+        const busy = a?.isConnected && (a.matches("input, textarea, select, [contenteditable]") || a.closest(".files-panel, .menu[open]"));
+        if (!busy) this.input.focus({ preventScroll: true });
       }
     }).observe(this.takeover, { childList: true });
+  }
+
+  /** The keys of a pending panel: y allows once and n denies the focused
+   * approval (or the first one, when the focus is elsewhere but not in a
+   * text field, where y and n are letters); Enter on a question's choice
+   * answers it (Chromium does not submit a form from a radio button). */
+  panelKeys(e) {
+    if (e.defaultPrevented || e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target instanceof Element ? e.target : null;
+    if (e.key === "Enter" && !e.shiftKey && t?.matches(".tk-question input[type=radio], .tk-question input[type=checkbox]")) {
+      e.preventDefault();
+      t.closest("form").requestSubmit();
+      return;
+    }
+    const key = e.key.toLowerCase();
+    if ((key !== "y" && key !== "n") || e.repeat) return;
+    let panel = t?.closest(".tk-approval");
+    if (!panel) {
+      if (t && (t.isContentEditable || t.matches("input, textarea, select"))) return;
+      panel = this.takeover?.querySelector(".tk-approval");
+    }
+    if (!panel || panel.classList.contains("busy")) return;
+    e.preventDefault();
+    panel.querySelector(`[data-action=approve][data-decision=${key === "y" ? "allow" : "deny"}]`)?.click();
   }
 
   /** Focuses a panel's primary control: "Allow once" on an approval, the
@@ -179,7 +213,39 @@ export class Controls {
     }
   }
 
-  /** Shows a short notice above the composer; ms 0 keeps it up. */
+  /** /clear: empties the queue. */
+  async clearQueue() {
+    try {
+      await this.call("inbox.clear", {});
+      this.notify("The queue is empty.", "ok");
+    } catch (err) {
+      this.notify(`Could not clear the queue: ${err.message || err.code}.`, "error");
+    }
+  }
+
+  /** /help: the commands and the keys, above the composer. */
+  showHelp(commands) {
+    const dl = document.createElement("dl");
+    dl.className = "help-list";
+    const row = (k, v) => {
+      const dt = document.createElement("dt");
+      const code = document.createElement("code");
+      code.textContent = k;
+      dt.append(code);
+      const dd = document.createElement("dd");
+      dd.textContent = v;
+      dl.append(dt, dd);
+    };
+    for (const c of commands) row("/" + c.name + (c.args ? " …" : ""), c.desc);
+    row("Enter / Shift+Enter", "send / new line");
+    row("Ctrl+Enter", "steer the running turn");
+    row("Esc", "stop the running turn");
+    row("y / n", "allow once / deny a pending approval");
+    this.notify(dl, "info", 20000);
+  }
+
+  /** Shows a short notice above the composer (text, or a node); ms 0
+   * keeps it up. */
   notify(text, kind = "info", ms = TOAST_MS) {
     if (!this.toast) return;
     clearTimeout(this.toastTimer);

@@ -4,6 +4,9 @@
 
 const MIN_DELAY = 500;
 const MAX_DELAY = 10_000;
+// CLOSE_REVOKED: the socket's credential died (logged out, password
+// changed, link revoked); reconnecting with it cannot succeed.
+const CLOSE_REVOKED = 4401;
 
 export class Socket {
   /** @param {string} url */
@@ -63,6 +66,13 @@ export class Socket {
       this.pending.clear();
       if (this.stopped) return;
       this.onState("closed", e.code);
+      if (e.code === CLOSE_REVOKED) {
+        // Reload instead: the server then asks to sign in again (or says
+        // the share link is gone).
+        this.stopped = true;
+        window.location.reload();
+        return;
+      }
       this.retry();
     };
     // Errors are followed by close; the browser reports them itself.

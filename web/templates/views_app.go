@@ -251,6 +251,10 @@ type RouteView struct {
 	// environment or are the offline demo).
 	Editable bool
 	Offline  bool
+	// A stored route's prices per million tokens and context window, as
+	// the form shows them ("" when unset).
+	InputPrice, CachedInputPrice, OutputPrice string
+	ContextWindow                             string
 }
 
 // AdminUsersView fills the user management page.

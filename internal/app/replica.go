@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"harness/internal/driver"
+	"harness/internal/driverstore"
+	"harness/internal/models"
+)
+
+// A process touches no session before it holds its listener and its
+// replica identity (docs/deploy.md "Replicas on PostgreSQL"): New opens
+// the database (migrations are idempotent) and builds the parts, cmd/web
+// listens (Listen), and only then does Start register the replica and let
+// the manager resume sessions. A second process that cannot bind the port
+// exits before it has written anything.
+
+// setupLeases prepares this replica's leases on PostgreSQL. Nothing is
+// written until Start registers the replica.
+func (a *App) setupLeases() error {
+	if a.DB.Driver != models.DriverPostgres {
+		return nil
+	}
+	l, err := models.NewLeases(a.DB, a.Config.Replica.ID, a.Config.Replica.LeaseTTL)
+	if err != nil {
+		return err
+	}
+	a.Leases = l
+	return nil
+}
+
+// driverLeases is the manager's view of the leases: nil on SQLite (an
+// untyped nil, so the manager sees no leases at all).
+func (a *App) driverLeases() driver.Leases {
+	if a.Leases == nil {
+		return nil
+	}
+	return driverstore.Leases{L: a.Leases, S: a.Store}
+}
+
+// Listen binds the configured address and records the address this
+// replica advertises (the port actually bound when Addr asks for any).
+// cmd/web calls it before Start, so a taken port fails the start before
+// any session is touched.
+func (a *App) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", a.Config.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	a.advertise = a.Config.Advertised(ln.Addr())
+	return ln, nil
+}
+
+// register writes this replica's row (PostgreSQL): its identity, before
+// any session is touched.
+func (a *App) register(ctx context.Context) error {
+	if a.Leases == nil || a.registered {
+		return nil
+	}
+	addr := a.advertise
+	if addr == "" {
+		addr = a.Config.Advertised(nil)
+	}
+	if err := a.Leases.Register(ctx, addr); err != nil {
+		return err
+	}
+	a.registered = true
+	a.Log.Info("replica registered", "replica", a.Leases.ID(), "advertise", addr, "lease_ttl", a.Leases.TTL())
+	return nil
+}
+
+// unregister deletes this replica's row at shutdown, after the manager
+// released its leases.
+func (a *App) unregister(ctx context.Context) error {
+	if !a.registered {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	a.registered = false
+	return a.Leases.Unregister(ctx)
+}
+
+// onWriteError is the batched writer's report of a refused or failed
+// write. A refusal under a stale lease epoch means another replica owns
+// the session now: its agent here stops at once.
+func (a *App) onWriteError(id string, err error) {
+	if epoch, ok := driverstore.FencedEpoch(err); ok {
+		a.Log.Warn("session append refused: the lease moved to another replica", "session", id, "err", err)
+		if a.Manager != nil {
+			a.Manager.LeaseLost(id, epoch)
+		}
+		return
+	}
+	a.Log.Error("session write failed", "session", id, "err", err)
+}
