@@ -159,7 +159,7 @@ func TestNoWriteBeforeListen(t *testing.T) {
 			dir := t.TempDir()
 			tok := b.token(t, dir)
 			// A short TTL: the killed server's leases lapse quickly.
-			env := append(slices.Clone(b.env), "HARNESS_LEASE_TTL=1s")
+			env := append(slices.Clone(b.env), "HARNESS_LEASE_TTL=3s")
 			srv := startServer(t, dir, env...)
 			ctx := t.Context()
 			c := client.New(srv.URL, client.WithToken(tok))
@@ -209,7 +209,7 @@ func TestNoWriteBeforeListen(t *testing.T) {
 					slices.ContainsFunc(evs, func(e client.Event) bool {
 						return e.Type == "user/message" && strings.Contains(string(e.Data), "queued before the kill")
 					})
-			}, poll.Within(30*time.Second))
+			}, poll.Within(90*time.Second))
 			if err := session.CheckInvariants(toSession(t, events(t, c, s.ID))); err != nil {
 				t.Fatal(err)
 			}
