@@ -23,37 +23,22 @@ type Access interface {
 // handler, which must not wait for sockets).
 type accessQueue struct {
 	h       *Hub
-	mu      sync.Mutex
-	pending []auth.AccessChange
-	wake    chan struct{}
+	pending *mailbox[auth.AccessChange]
 }
 
 func newAccessQueue(h *Hub) *accessQueue {
-	return &accessQueue{h: h, wake: make(chan struct{}, 1)}
+	return &accessQueue{h: h, pending: newMailbox[auth.AccessChange]()}
 }
 
 // add records a notice; it never blocks.
-func (q *accessQueue) add(ch auth.AccessChange) {
-	q.mu.Lock()
-	q.pending = append(q.pending, ch)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
+func (q *accessQueue) add(ch auth.AccessChange) { q.pending.put(ch) }
 
 func (q *accessQueue) run(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		batch, ok := q.pending.take(nil, ctx.Done())
+		if !ok {
 			return
-		case <-q.wake:
 		}
-		q.mu.Lock()
-		batch := q.pending
-		q.pending = nil
-		q.mu.Unlock()
 		q.recheck(batch)
 	}
 }

@@ -29,10 +29,7 @@ type topic struct {
 	// signal wake; the projector goroutine takes the batch. So nothing
 	// slow runs on the appending goroutine (which may hold the agent's
 	// lock), and events and live frames keep their order.
-	pmu     sync.Mutex
-	pending []pendingEntry
-	wake    chan struct{} // capacity 1
-	quit    chan struct{} // closed by close: the projector returns
+	pending *mailbox[pendingEntry] // closed by close: the projector returns
 
 	mu   sync.Mutex
 	subs map[*subscription]struct{}
@@ -98,7 +95,7 @@ func (h *Hub) acquire(ctx context.Context, id string) (*topic, error) {
 		t.refs++
 	} else {
 		t = &topic{h: h, id: id, ready: make(chan struct{}), refs: 1, subs: map[*subscription]struct{}{}, delivered: -2,
-			wake: make(chan struct{}, 1), quit: make(chan struct{})}
+			pending: newMailbox[pendingEntry]()}
 		h.topics[id] = t
 	}
 	h.mu.Unlock()
@@ -169,41 +166,18 @@ func (t *topic) close() {
 	if t.release != nil {
 		t.release()
 	}
-	t.pmu.Lock()
-	select {
-	case <-t.quit:
-	default:
-		close(t.quit)
-	}
-	t.pending = nil
-	t.pmu.Unlock()
+	t.pending.close()
 }
 
 // onEvent runs on the appending goroutine (maybe under the agent's lock):
 // it only queues the event for the projector.
 func (t *topic) onEvent(ev session.Event) {
-	t.enqueue(pendingEntry{ev: ev})
+	t.pending.put(pendingEntry{ev: ev})
 }
 
 // offerLive queues a live notification behind the events before it.
 func (t *topic) offerLive(frame []byte) {
-	t.enqueue(pendingEntry{live: frame})
-}
-
-func (t *topic) enqueue(e pendingEntry) {
-	t.pmu.Lock()
-	select {
-	case <-t.quit:
-		t.pmu.Unlock()
-		return
-	default:
-	}
-	t.pending = append(t.pending, e)
-	t.pmu.Unlock()
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
+	t.pending.put(pendingEntry{live: frame})
 }
 
 // project is the topic's goroutine: it takes what onEvent and offerLive
@@ -211,14 +185,10 @@ func (t *topic) enqueue(e pendingEntry) {
 func (t *topic) project() {
 	var batch []pendingEntry
 	for {
-		select {
-		case <-t.quit:
+		var ok bool
+		if batch, ok = t.pending.take(batch, nil); !ok {
 			return
-		case <-t.wake:
 		}
-		t.pmu.Lock()
-		batch, t.pending = t.pending, batch[:0]
-		t.pmu.Unlock()
 		for i, e := range batch {
 			if e.live != nil {
 				t.fanLive(e.live)
