@@ -1,9 +1,12 @@
 package e2e_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -31,7 +34,7 @@ func TestApprovalAndQuestionByKeyboard(t *testing.T) {
 	if keys := eval[string](b, `document.querySelector(".tk-approval [data-decision=allow]").getAttribute("aria-keyshortcuts")`); keys != "y" {
 		t.Errorf(`"Allow once" aria-keyshortcuts %q, want y`, keys)
 	}
-	b.do(chromedp.KeyEvent("y"))
+	b.do(pressAnswerKey("y"))
 	b.waitTurns(1)
 	if out := b.text(".tool-bash .term"); !strings.Contains(out, "keyboard-yes") {
 		t.Errorf("the command allowed with y printed %q", out)
@@ -51,7 +54,7 @@ func TestApprovalAndQuestionByKeyboard(t *testing.T) {
 	if id := eval[string](b, `document.activeElement?.id ?? ""`); id == "composer-input" || eval[bool](b, allowOnceFocused) {
 		t.Fatalf("the click left the focus on %q", id)
 	}
-	b.do(chromedp.KeyEvent("n"))
+	b.do(pressAnswerKey("n"))
 	b.waitTurns(2)
 	last := `[...document.querySelectorAll(".tool-bash")].at(-1)`
 	if st := eval[string](b, last+`.dataset.status`); st != "error" {
@@ -98,4 +101,24 @@ func pressTab(shift bool) chromedp.Action[chromedp.Void] {
 		return chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift))
 	}
 	return chromedp.KeyEvent(kb.Tab)
+}
+
+// pressAnswerKey presses a letter the way a keyboard does once the page
+// handles its keydown: a raw key-down and a key-up. A browser suppresses
+// the character of a prevented keydown; chromedp.KeyEvent sends the
+// character as a separate event that nothing suppresses, and on a loaded
+// machine it reached the composer the answer had just focused.
+func pressAnswerKey(key string) chromedp.Action[chromedp.Void] {
+	code := int64(strings.ToUpper(key)[0])
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			_, err := cdp.Call(ctx, t, input.DispatchKeyEvent, input.DispatchKeyEventParams{
+				Type: typ, Key: key, Code: "Key" + strings.ToUpper(key), WindowsVirtualKeyCode: code, NativeVirtualKeyCode: code,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"harness/internal/sandbox"
+	"harness/internal/testkit/poll"
 )
 
 // requireSandbox builds a sandbox in mode m, failing when the machine cannot
@@ -269,7 +270,14 @@ func TestLimits(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(2 * time.Second) // shapes load: lets the loop run into the limit; the bound is checked, no event awaited
+			// The sandbox may take a while to start on a loaded machine:
+			// wait for the first child, then let the loop run into the
+			// limit (a load-shaping pause; the bound is what is checked).
+			poll.Eventually(t, "the first child to start", func() bool {
+				marks, _ := filepath.Glob(filepath.Join(l.ws, "m*"))
+				return len(marks) > 0
+			})
+			time.Sleep(2 * time.Second)
 			marks, _ := filepath.Glob(filepath.Join(l.ws, "m*"))
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
