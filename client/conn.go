@@ -33,8 +33,12 @@ type Request struct {
 	Mode      string   `json:"mode,omitempty"`
 	Provider  string   `json:"provider,omitempty"`
 	Model     string   `json:"model,omitempty"`
+	// Effort is a reasoning effort (set_effort; empty: the model's default).
+	Effort string `json:"effort,omitempty"`
 	// Tool names a tool (approvals.revoke).
 	Tool string `json:"tool,omitempty"`
+	// Turn names a failed turn (retry).
+	Turn int `json:"turn,omitempty"`
 }
 
 // Response answers a Request.
@@ -509,6 +513,13 @@ func (cn *Conn) SetModel(ctx context.Context, session, provider, model string) e
 	return err
 }
 
+// SetEffort sets the reasoning effort of the next requests: off (no
+// thinking), low, high or max; "" is the model's default.
+func (cn *Conn) SetEffort(ctx context.Context, session, effort string) error {
+	_, err := cn.Do(ctx, Request{Op: "set_effort", Session: session, Effort: effort})
+	return err
+}
+
 // Compact compacts the session's history into a summary now (writers, on
 // an idle session; "busy" otherwise). The answer comes once the summary is
 // written, which takes a model call.
@@ -521,6 +532,17 @@ func (cn *Conn) Compact(ctx context.Context, session string) (CompactResult, err
 		return CompactResult{}, errors.New("compact: the answer has no result")
 	}
 	return *r.Compaction, nil
+}
+
+// Retry sends the prompt of failed turn turn again as a new followup and
+// returns the new message's id ("bad_request" for a turn that did not
+// fail).
+func (cn *Conn) Retry(ctx context.Context, session string, turn int) (string, error) {
+	r, err := cn.Do(ctx, Request{Op: "retry", Session: session, Turn: turn})
+	if err != nil {
+		return "", err
+	}
+	return r.MessageID, nil
 }
 
 // IsSlowConsumer reports whether err is the close of a connection cut for

@@ -20,6 +20,7 @@ type SessionRow struct {
 	Provider  string    `json:"provider"`
 	Model     string    `json:"model"`
 	Mode      string    `json:"mode"`
+	Effort    string    `json:"effort,omitempty"` // "": the model's default
 	Archived  bool      `json:"archived"`
 	Status    string    `json:"status"`
 	Head      int64     `json:"head"`
@@ -112,6 +113,8 @@ type Patch struct {
 	Mode     *string `json:"mode,omitempty"`
 	Provider *string `json:"provider,omitempty"`
 	Model    *string `json:"model,omitempty"`
+	// Effort sets the reasoning effort ("": the model's default).
+	Effort *string `json:"effort,omitempty"`
 	// Network lets the session's tools use the network (admins only).
 	Network *bool `json:"network,omitempty"`
 }

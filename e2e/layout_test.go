@@ -68,3 +68,47 @@ func TestPhoneWidthAndDarkTheme(t *testing.T) {
 		t.Errorf("code keeps black text in the dark theme: %s", code)
 	}
 }
+
+// TestPhoneDockAndComposer: on a 390x844 phone the dock (a todo list and
+// a queue) and the composer together take at most a quarter of the
+// screen's height, while the agent runs (Steer, Stop, Queue) and after;
+// what they hold scrolls inside them.
+func TestPhoneDockAndComposer(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, serverOpts{})
+	b := s.newBrowser()
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch))
+	b.login(adminName, adminPass)
+	b.newSession("auto")
+	quarter := func(when string) {
+		t.Helper()
+		h := eval[float64](b, `document.getElementById("composer-area").getBoundingClientRect().height`)
+		inner := eval[float64](b, `window.innerHeight`)
+		if h > inner/4 {
+			t.Errorf("%s: the dock and composer take %.0f px of %.0f (more than a quarter)", when, h, inner)
+		}
+		t.Logf("%s: the dock and composer take %.0f px of %.0f", when, h, inner)
+		if !eval[bool](b, `(() => { const r = document.getElementById("composer-input").getBoundingClientRect(); return r.height >= 30 && r.bottom <= window.innerHeight; })()`) {
+			t.Errorf("%s: the composer's text field is not usable", when)
+		}
+	}
+	quarter("empty")
+	b.send("todo: plan the work; write the code; test it; fix what broke; write the docs; review; release; celebrate")
+	b.waitTurns(1)
+	b.waitJS("the todo dock", `!document.getElementById("todo-dock").classList.contains("hidden")`)
+	quarter("with a todo list")
+	b.streamLong(3000)
+	for _, m := range []string{"queued one", "queued two", "queued three"} {
+		b.send(m)
+	}
+	b.waitJS("three queued", `document.querySelectorAll("#queue-list .queue-item").length === 3`)
+	quarter("running, with a todo list and a queue")
+	b.shot("phone-dock-composer")
+	// A long message stays inside the bound too.
+	b.do(chromedp.SetValue(chromedp.ID("composer-input"), strings.Repeat("a long line of text ", 60)))
+	eval[bool](b, `document.getElementById("composer-input").dispatchEvent(new Event("input"))`)
+	quarter("typing a long message")
+	b.click("#stop-btn")
+	b.waitIdle()
+	quarter("stopped, with a paused queue")
+}

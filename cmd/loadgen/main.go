@@ -16,6 +16,15 @@
 //	go run ./cmd/loadgen -sessions 1 -viewers 1 -rate 0 -chunks 10000 -turns 20
 //	go run ./cmd/loadgen -target http://127.0.0.1:8080 -token hrn_... -prompt "long: 200"
 //
+// Replicas on PostgreSQL: -target takes several URLs (comma-separated),
+// or -replicas N -db-dsn DSN spawns N replicas on one database and one
+// data directory. Sessions are created through the first target (which
+// owns them), viewers are spread over the targets round-robin and each
+// session's messages go through target i mod N (forwarded to the owner);
+// latency is reported per target as well.
+//
+//	go run ./cmd/loadgen -replicas 3 -db-dsn "host=127.0.0.1 user=postgres dbname=test" -sessions 100 -rate 50
+//
 // Output is a table, or JSON with -json. See docs/performance.md.
 package main
 
@@ -45,11 +54,15 @@ type options struct {
 	batch    bool // viewers subscribe with batch
 	serve    bool // internal: run as the spawned server
 	addr     string
+	replicas int    // spawned replicas (PostgreSQL)
+	dbDSN    string // their database
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.target, "target", "", "drive this server (URL) instead of spawning one")
+	flag.StringVar(&o.target, "target", "", "drive this server (URL; several comma-separated replicas) instead of spawning one")
+	flag.IntVar(&o.replicas, "replicas", 1, "spawn this many replicas on -db-dsn (PostgreSQL) and spread the clients over them")
+	flag.StringVar(&o.dbDSN, "db-dsn", "", "PostgreSQL DSN of the spawned replicas (needed for -replicas > 1)")
 	flag.StringVar(&o.token, "token", "", "API token for -target")
 	flag.IntVar(&o.sessions, "sessions", 10, "concurrent sessions")
 	flag.IntVar(&o.viewers, "viewers", 1, "viewer connections per session (each its own WebSocket)")

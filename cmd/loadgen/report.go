@@ -19,8 +19,11 @@ type report struct {
 	EventsDelivered int64          `json:"eventsDelivered"`
 	DeliveredPerSec float64        `json:"eventsDeliveredPerSec"`
 	Latency         latencyFigures `json:"chunkLatencyMs"`
-	Replay          replayFigures  `json:"replay"`
-	Reconnect       replayFigures  `json:"reconnect"`
+	// PerTarget splits the latency by the replica the viewers were on
+	// (several targets); the first owns the sessions.
+	PerTarget []targetFigures `json:"perTarget,omitempty"`
+	Replay    replayFigures   `json:"replay"`
+	Reconnect replayFigures   `json:"reconnect"`
 	// Export is the REST export of the replayed session's events (pages of
 	// 5,000); ReplayVsExport is replay time over export time.
 	Export           replayFigures `json:"restExport"`
@@ -57,6 +60,12 @@ type latencyFigures struct {
 	Source  string  `json:"source"`
 }
 
+type targetFigures struct {
+	URL     string         `json:"url"`
+	Owner   bool           `json:"owner"`
+	Latency latencyFigures `json:"chunkLatencyMs"`
+}
+
 type replayFigures struct {
 	Events int     `json:"events"`
 	Ms     float64 `json:"ms"`
@@ -85,6 +94,13 @@ func (r report) print(asJSON bool) error {
 	row("events delivered", "%d (%.0f/s)", r.EventsDelivered, r.DeliveredPerSec)
 	row("chunk latency", "p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples, %s)",
 		r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max, r.Latency.Samples, r.Latency.Source)
+	for _, t := range r.PerTarget {
+		role := "non-owner"
+		if t.Owner {
+			role = "owner"
+		}
+		row("  viewers on "+t.URL, "%s: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples)", role, t.Latency.P50, t.Latency.P99, t.Latency.Max, t.Latency.Samples)
+	}
 	row("replay (fresh subscriber)", "%d events in %.1f ms", r.Replay.Events, r.Replay.Ms)
 	row("reconnect (since = head/2)", "%d events in %.1f ms", r.Reconnect.Events, r.Reconnect.Ms)
 	row("REST export (same session)", "%d events in %.1f ms (replay/export %.2f)", r.Export.Events, r.Export.Ms, r.ReplayVsExport)

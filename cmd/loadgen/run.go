@@ -25,19 +25,28 @@ func run(ctx context.Context, o options) error {
 	var r report
 	r.Config = reportConfig{Sessions: o.sessions, Viewers: o.viewers, Rate: o.rate, Chunks: o.chunks,
 		Turns: o.turns, Duration: o.duration.String(), Prompt: o.prompt, HTML: o.html, Batch: o.batch}
-	base, token := o.target, o.token
+	targets, token := splitTargets(o.target), o.token
 	stamped := false
-	if base == "" {
-		srv, err := spawn(ctx, o)
+	if len(targets) == 0 {
+		srvs, stop, err := spawnReplicas(ctx, o)
 		if err != nil {
 			return err
 		}
-		defer srv.stop()
-		base, token, stamped = srv.url, srv.token, true
-		r.ColdStartMs = ms(srv.ready)
+		defer stop()
+		for _, srv := range srvs {
+			targets = append(targets, srv.url)
+		}
+		token, stamped = srvs[0].token, true
+		r.ColdStartMs = ms(srvs[0].ready)
 	}
-	r.Target = base
-	c := client.New(base, client.WithToken(token))
+	base := targets[0]
+	r.Target = strings.Join(targets, ",")
+	clients := make([]*client.Client, len(targets))
+	for i, t := range targets {
+		clients[i] = client.New(t, client.WithToken(token))
+	}
+	// Sessions are created through the first target, which owns them.
+	c := clients[0]
 	if m, err := scrape(ctx, base); err == nil {
 		r.IdleRSSMiB = m["process_resident_memory_bytes"] / (1 << 20)
 	}
@@ -54,6 +63,7 @@ func run(ctx context.Context, o options) error {
 	// Viewers: every one its own socket, like browser tabs. They follow
 	// with reconnects: a viewer cut for falling behind resumes with since,
 	// as a browser does, and the cut is counted.
+	perTarget := make([]latencies, len(targets))
 	var (
 		lat       latencies
 		delivered atomic.Int64
@@ -73,10 +83,11 @@ func run(ctx context.Context, o options) error {
 				ends = turnEnds[i]
 			}
 			ready.Add(1)
+			target := (i + v) % len(targets) // viewers spread over the replicas
 			viewersWG.Go(func() {
 				var once sync.Once
 				var samples []time.Duration
-				err := c.Follow(vctx, id, -1, func(p client.Push) error {
+				err := clients[target].Follow(vctx, id, -1, func(p client.Push) error {
 					if p.Ch == client.ChReplayDone {
 						once.Do(ready.Done)
 					}
@@ -92,6 +103,7 @@ func run(ctx context.Context, o options) error {
 					errs.add(fmt.Errorf("viewer of %s: %w", id, err))
 				}
 				lat.add(samples)
+				perTarget[target].add(samples)
 			})
 		}
 	}
@@ -109,7 +121,8 @@ func run(ctx context.Context, o options) error {
 				if o.turns == 0 && time.Now().After(deadline) {
 					return
 				}
-				if _, err := c.SendMessage(ctx, id, o.prompt, "followup"); err != nil {
+				// Through target i mod N: forwarded to the owner.
+				if _, err := clients[i%len(clients)].SendMessage(ctx, id, o.prompt, "followup"); err != nil {
 					errs.add(err)
 					return
 				}
@@ -154,6 +167,11 @@ func run(ctx context.Context, o options) error {
 		r.ServerCPUCores = cpu
 	}
 	r.Latency = lat.summary(stamped)
+	if len(targets) > 1 {
+		for i := range targets {
+			r.PerTarget = append(r.PerTarget, targetFigures{URL: targets[i], Owner: i == 0, Latency: perTarget[i].summary(stamped)})
+		}
+	}
 	r.Errors, r.ErrorSamples = errs.summary()
 
 	if o.replay {
@@ -388,3 +406,14 @@ func (s *sampler) stop() (peakRSS, cpu float64) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// splitTargets reads -target: one URL or several, comma-separated.
+func splitTargets(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, strings.TrimSuffix(t, "/"))
+		}
+	}
+	return out
+}

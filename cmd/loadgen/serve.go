@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"harness/internal/app"
+	"harness/internal/auth"
 	"harness/internal/config"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
@@ -49,7 +50,8 @@ func serve(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.Auth.CreateUser(ctx, "load", "load-password-1", true); err != nil {
+	// Replicas share the database: the first one creates the user.
+	if _, err := a.Auth.CreateUser(ctx, "load", "load-password-1", true); err != nil && !errors.Is(err, auth.ErrExists) {
 		return err
 	}
 	if err := a.Start(ctx); err != nil {
@@ -80,7 +82,7 @@ type spawned struct {
 }
 
 // spawn starts this binary as a server and waits until it is ready.
-func spawn(ctx context.Context, o options) (*spawned, error) {
+func spawn(ctx context.Context, o options, env ...string) (*spawned, error) {
 	s := &spawned{dataDir: o.dataDir}
 	if s.dataDir == "" {
 		dir, err := os.MkdirTemp("", "harness-loadgen-")
@@ -95,6 +97,7 @@ func spawn(ctx context.Context, o options) (*spawned, error) {
 	}
 	args := []string{"-serve", "-data", s.dataDir, "-rate", fmt.Sprint(o.rate), "-chunks", fmt.Sprint(o.chunks)}
 	s.cmd = exec.Command(self, args...)
+	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stderr = os.Stderr
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
@@ -154,4 +157,46 @@ func (s *spawned) stop() error {
 		return os.RemoveAll(filepath.Clean(s.dataDir))
 	}
 	return nil
+}
+
+// spawnReplicas starts o.replicas servers (on o.dbDSN when more than one,
+// sharing one data directory, so one secret key and the workspaces), one
+// after the other. stop stops them all and removes a temporary directory.
+func spawnReplicas(ctx context.Context, o options) (_ []*spawned, stop func(), err error) {
+	if o.replicas <= 1 && o.dbDSN == "" {
+		s, err := spawn(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []*spawned{s}, func() { _ = s.stop() }, nil
+	}
+	if o.dbDSN == "" {
+		return nil, nil, errors.New("-replicas needs -db-dsn (replicas share a PostgreSQL database)")
+	}
+	o.replicas = max(o.replicas, 1)
+	tmp := ""
+	if o.dataDir == "" {
+		if tmp, err = os.MkdirTemp("", "harness-loadgen-"); err != nil {
+			return nil, nil, err
+		}
+		o.dataDir = tmp
+	}
+	var out []*spawned
+	stop = func() {
+		for _, p := range out {
+			_ = p.stop()
+		}
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+	}
+	for k := range o.replicas {
+		s, err := spawn(ctx, o, "HARNESS_DB_DRIVER=postgres", "HARNESS_DB_DSN="+o.dbDSN, fmt.Sprintf("HARNESS_REPLICA_ID=loadgen-%d", k))
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		out = append(out, s)
+	}
+	return out, stop, nil
 }

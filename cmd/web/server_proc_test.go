@@ -192,13 +192,22 @@ func userToken(t *testing.T, dir, name string, admin bool) string {
 	return ""
 }
 
+// events reads a session's whole stored log, page by page.
 func events(t *testing.T, c *client.Client, id string) []client.Event {
 	t.Helper()
-	page, err := c.Events(context.Background(), id, -1, 0)
-	if err != nil {
-		t.Fatal(err)
+	var out []client.Event
+	since := int64(-1)
+	for {
+		page, err := c.Events(context.Background(), id, since, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Events...)
+		if len(page.Events) == 0 || page.Events[len(page.Events)-1].Seq >= page.Head {
+			return out
+		}
+		since = page.Events[len(page.Events)-1].Seq
 	}
-	return page.Events
 }
 
 // cliConfigAt is the configuration of a server on dir.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"harness/internal/auth"
@@ -21,9 +22,11 @@ import (
 	"harness/internal/driverstore"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
+	"harness/internal/mcp"
 	"harness/internal/metrics"
 	"harness/internal/models"
 	"harness/internal/render"
+	"harness/internal/replica"
 	"harness/internal/routes"
 	"harness/internal/sandbox"
 	"harness/internal/service"
@@ -91,10 +94,24 @@ type App struct {
 	// Leases are this replica's identity and session leases on PostgreSQL
 	// (replica.go); nil on SQLite, whose one process owns every session.
 	Leases *models.Leases
+	// Replica serves the sessions other replicas own (PostgreSQL): nil on
+	// SQLite.
+	Replica *replica.Replica
+
+	// MCP connects sessions to the configured MCP servers (mcp.go).
+	MCP *mcp.Manager
+
+	// reserved are this server's own addresses, which web_fetch never
+	// reaches (webfetch.go).
+	reserved reserved
 
 	stopDemo   func()
 	advertise  string // the address registered for this replica (Listen)
 	registered bool   // the replicas row is written (Start)
+	replicaKey []byte // signs the requests between replicas (derived from the secret key)
+	// storedTo is told the writer's commits (replicas: subscribers get
+	// stored events only); set once the hub exists.
+	storedTo atomic.Pointer[ws.Hub]
 }
 
 // New opens the database and builds every part. Call Start to resume queued
@@ -132,8 +149,10 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		WriterPending:   func() int { return a.Writer.Stats().Pending },
 	})
 	a.Writer = models.NewWriter(log, db, models.WriterOptions{
-		OnError: a.onWriteError,
-		OnBatch: a.Metrics.OnBatch,
+		OnError:  a.onWriteError,
+		OnBatch:  a.Metrics.OnBatch,
+		OnCommit: a.onCommit,
+		MaxDelay: writerDelay(db),
 	})
 	a.Store = models.NewStore(log, db, a.Writer)
 	if err := a.setupLeases(); err != nil {
@@ -158,8 +177,15 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		return nil, err
 	}
 	a.Tools = tools.NewRegistry()
-	if err := builtin.Register(a.Tools, builtin.Options{}); err != nil {
+	fetch, err := a.webFetchOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := builtin.Register(a.Tools, builtin.Options{WebFetch: fetch}); err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
+	}
+	if err := a.setupMCP(opts.Getenv); err != nil {
+		return nil, err
 	}
 	a.Manager = driver.NewManager(log, driverstore.Store{S: a.Store}, driver.Options{
 		Providers:      a.Providers,
@@ -169,6 +195,8 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		OnLoad:         compact.OnLoad,
 		Observer:       a.Metrics.Observer(),
 		Confiner:       a.Workspaces,
+		SessionTools:   a.sessionTools(),
+		Network:        a.Workspaces.Network,
 		Leases:         a.driverLeases(),
 		LeaseTTL:       cfg.Replica.LeaseTTL,
 	})
@@ -181,16 +209,31 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Compaction: copts,
 	})
 	a.Markdown = render.NewMarkdown()
+	// One book of session figures for the pages and the live footers, so
+	// each session's log is folded for them once.
+	figures := render.NewFigureBook(0)
 	projections := opts.Projections
 	if projections == nil {
 		md := a.Markdown
 		projections = func(id string, l *session.Log, upto int64) ws.Projector {
 			return render.NewProjection(md, id, l, upto, render.ProjectionOptions{
 				Context: func() (render.ContextFigures, bool) { return a.liveContext(id) },
+				Figures: func(seq int64) (render.SessionFigures, bool) { return a.liveFigures(figures, id, l, seq) },
+				// The header's model label, named as the page names it.
+				ModelLabel: func(provider, model string) (string, bool) {
+					info, ok := a.Routes.Lookup(provider)
+					return render.RouteLabel(info, ok, provider, model)
+				},
 			})
 		}
 	}
-	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: projections, Access: a.Auth, Options: wsOptions(opts.WS, cfg.ClientLimits)})
+	a.setupReplica()
+	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: projections, Access: a.Auth,
+		Remote: a.wsRemote(), StoredHead: a.storedHead(), Options: wsOptions(opts.WS, cfg.ClientLimits)})
+	if a.Replica != nil {
+		a.Replica.SetExecutor(a.Hub.ExecuteForwarded)
+		a.storedTo.Store(a.Hub)
+	}
 	a.Web = web.New(web.Deps{
 		Log:            log,
 		DB:             db,
@@ -198,7 +241,9 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		TrustedOrigins: cfg.TrustedOrigins,
 		Service:        a.Service,
 		WS:             a.Hub,
-		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes},
+		ReplicaID:      a.replicaID(),
+		Replicas:       a.replicaHandler(),
+		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes, Figures: figures, MCP: a.MCP},
 		Metrics:        a.Metrics.Handler(),
 	})
 	ok = true
@@ -257,6 +302,17 @@ func (a *App) liveContext(id string) (render.ContextFigures, bool) {
 	return render.ContextFigures{Tokens: m.Tokens, Window: m.Window}, ok
 }
 
+// liveFigures are a session's figures as of the turn/end at seq, for
+// the live footer, folded from its log (in memory: no I/O).
+func (a *App) liveFigures(book *render.FigureBook, id string, l *session.Log, seq int64) (render.SessionFigures, bool) {
+	f, err := book.At(context.Background(), id, seq, render.LogReader(l))
+	if err != nil {
+		a.Log.Warn("session figures", "session", id, "seq", seq, "err", err)
+		return f, false
+	}
+	return f, true
+}
+
 // wsOptions are the hub's options: those the caller set, then the
 // configured client limits.
 func wsOptions(o ws.Options, l config.ClientLimits) ws.Options {
@@ -287,11 +343,17 @@ func (a *App) Close(ctx context.Context) error {
 	if a.Hub != nil {
 		errs = append(errs, a.Hub.Close(ctx))
 	}
+	if a.Replica != nil {
+		a.Replica.Close()
+	}
 	if a.Service != nil {
 		a.Service.Close() // background clones stop; they resume at the next start
 	}
 	if a.Manager != nil {
 		errs = append(errs, a.Manager.Shutdown(ctx))
+	}
+	if a.MCP != nil {
+		a.MCP.Close() // sets of agents that never reached the manager
 	}
 	errs = append(errs, a.unregister(ctx))
 	errs = append(errs, a.closeParts(ctx))

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
+	"harness/internal/auth"
 	"harness/internal/driver"
 	"harness/internal/driverstore"
 	"harness/internal/models"
+	"harness/internal/replica"
+	"harness/internal/ws"
 )
 
 // A process touches no session before it holds its listener and its
@@ -51,6 +55,7 @@ func (a *App) Listen() (net.Listener, error) {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	a.advertise = a.Config.Advertised(ln.Addr())
+	a.reserved.listening(ln.Addr())
 	return ln, nil
 }
 
@@ -96,4 +101,87 @@ func (a *App) onWriteError(id string, err error) {
 		return
 	}
 	a.Log.Error("session write failed", "session", id, "err", err)
+}
+
+// setupReplica builds this replica's part in the replica set (PostgreSQL):
+// mirrors of sessions owned elsewhere, live notifications, forwarded
+// commands and takeovers. Start starts it, after the replica registered.
+func (a *App) setupReplica() {
+	if a.Leases == nil {
+		return
+	}
+	a.Replica = replica.New(replica.Deps{
+		Log: a.Log, ID: a.Leases.ID(), Key: a.replicaKey,
+		Bus: a.DB, Store: a.Store, Leases: a.Leases, Manager: a.Manager, TTL: a.Leases.TTL(),
+	})
+}
+
+// wsRemote is the hub's view of the replica (nil on SQLite).
+func (a *App) wsRemote() ws.Remote {
+	if a.Replica == nil {
+		return nil
+	}
+	return wsRemote{a.Replica}
+}
+
+// wsRemote adapts the replica's concrete mirror to the hub's interface.
+type wsRemote struct{ r *replica.Replica }
+
+func (w wsRemote) Follow(ctx context.Context, id string) (ws.Followed, func(), error) {
+	m, release, err := w.r.Follow(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, release, nil
+}
+
+func (w wsRemote) Forward(ctx context.Context, id string, a *auth.Actor, req []byte) ([]byte, error) {
+	return w.r.Forward(ctx, id, a, req)
+}
+
+func (a *App) replicaID() string {
+	if a.Leases == nil {
+		return ""
+	}
+	return a.Leases.ID()
+}
+
+func (a *App) replicaHandler() http.Handler {
+	if a.Replica == nil {
+		return nil
+	}
+	return a.Replica.Handler()
+}
+
+// onCommit passes the writer's commits to the hub (replicas only).
+func (a *App) onCommit(id string, head int64) {
+	if h := a.storedTo.Load(); h != nil {
+		h.Stored(id, head)
+	}
+}
+
+// storedHead is the hub's reader of a session's stored head: set with
+// replicas, whose subscribers get stored events only (ws.Deps.StoredHead).
+func (a *App) storedHead() func(ctx context.Context, id string) (int64, error) {
+	if a.Replica == nil {
+		return nil
+	}
+	return func(ctx context.Context, id string) (int64, error) {
+		row, err := a.Store.GetSession(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		return row.Head, nil
+	}
+}
+
+// writerDelay is how long the batched writer lets events gather. On
+// PostgreSQL every subscriber waits for the commit (replicas deliver
+// stored events only), so batches are cut short; SQLite keeps the
+// writer's default.
+func writerDelay(db *models.DB) time.Duration {
+	if db.Driver == models.DriverPostgres {
+		return 2 * time.Millisecond
+	}
+	return 0
 }

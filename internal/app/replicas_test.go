@@ -62,10 +62,29 @@ func pgSchema(t *testing.T) (string, *sql.DB) {
 // runs Start (the replica registers before any session is touched).
 func replica(t *testing.T, dsn, id string, ttl time.Duration) *apptest.App {
 	t.Helper()
+	return replicaWith(t, dsn, id, ttl, 0)
+}
+
+// replicaKey is the secret key the test replicas share (as replicas of one
+// database must: it signs their requests to each other).
+const replicaKey = "c2hhcmVkLXJlcGxpY2Eta2V5LWZvci10aGUtdGVzdHM="
+
+// replicaWith is replica with the demo model streaming a chunk every
+// chunkDelay.
+func replicaWith(t *testing.T, dsn, id string, ttl, chunkDelay time.Duration) *apptest.App {
+	t.Helper()
 	a := apptest.StartApp(t, func(c *config.Config) {
 		c.DBDriver, c.DBDSN = "postgres", dsn
 		c.Replica = config.Replica{ID: id, LeaseTTL: ttl}
-	}, app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(0)}})
+	}, app.Options{
+		DemoOptions: []fake.Option{fake.WithChunkDelay(chunkDelay)},
+		Getenv: func(k string) string {
+			if k == "HARNESS_SECRET_KEY" {
+				return replicaKey
+			}
+			return os.Getenv(k)
+		},
+	})
 	if err := a.Start(t.Context()); err != nil {
 		t.Fatalf("start replica %s: %v", id, err)
 	}
@@ -111,7 +130,7 @@ func TestReplicasRaceForALease(t *testing.T) {
 // replica B takes the session over and appends. A, still believing it owns
 // the session, appends: the database refuses the batch (stale epoch), A's
 // agent stops, and the stored log holds only B's appends after the
-// takeover. Meanwhile a client of B was told the session runs on A.
+// takeover. Meanwhile a client's message to B was forwarded to A.
 func TestReplicaStaleEpochRefused(t *testing.T) {
 	t.Parallel()
 	dsn, db := pgSchema(t)
@@ -133,10 +152,15 @@ func TestReplicaStaleEpochRefused(t *testing.T) {
 	}
 	a.WaitIdle(t, s.ID)
 
-	var ce *client.Error
-	if _, err := cb.SendMessage(ctx, s.ID, "refused on B", "followup"); !errors.As(err, &ce) || ce.Code != "unavailable" || !strings.Contains(ce.Message, "replica-a") {
-		t.Fatalf("message to the non-owner: %v, want unavailable naming replica-a", err)
+	// A message sent to the non-owner is forwarded to the owner and runs
+	// there.
+	if _, err := cb.SendMessage(ctx, s.ID, "forwarded by B", "followup"); err != nil {
+		t.Fatalf("message to the non-owner: %v, want it forwarded to replica-a", err)
 	}
+	if _, ok := b.Manager.Lookup(s.ID); ok {
+		t.Fatal("replica-b loaded the agent replica-a owns")
+	}
+	a.WaitIdle(t, s.ID)
 
 	if _, err := db.ExecContext(ctx, `UPDATE session_leases SET expires_at = now() - interval '1 second' WHERE session_id = $1`, s.ID); err != nil {
 		t.Fatal(err)
@@ -177,9 +201,25 @@ func TestReplicaStaleEpochRefused(t *testing.T) {
 	if !sawA || !sawB {
 		t.Fatalf("stored log: A's message %v, B's %v; want both", sawA, sawB)
 	}
-	// A's next command finds B the owner instead of running a second agent.
-	if _, err := ca.SendMessage(ctx, s.ID, "again from A", "followup"); !errors.As(err, &ce) || ce.Code != "unavailable" || !strings.Contains(ce.Message, "replica-b") {
-		t.Fatalf("after the fence: %v, want unavailable naming replica-b", err)
+	// A's next command finds B the owner: it is forwarded there instead of
+	// running a second agent on A.
+	if _, err := ca.SendMessage(ctx, s.ID, "again from A", "followup"); err != nil {
+		t.Fatalf("after the fence: %v, want the message forwarded to replica-b", err)
+	}
+	if _, ok := a.Manager.Lookup(s.ID); ok {
+		t.Fatal("replica-a loaded a second agent after the fence")
+	}
+	b.WaitIdle(t, s.ID)
+	last, err := cb.Events(ctx, s.ID, takeover, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again bool
+	for _, e := range last.Events {
+		again = again || strings.Contains(string(e.Data), "again from A")
+	}
+	if !again {
+		t.Fatal("the message A forwarded is not in the log after the takeover")
 	}
 }
 

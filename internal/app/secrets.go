@@ -25,6 +25,7 @@ func (a *App) settingsStore(ctx context.Context, getenv func(string) string) (*m
 		a.Log.Warn("created a secret key file for a PostgreSQL database: replicas sharing it must use the same key; set " +
 			secrets.EnvVar + " on each")
 	}
+	a.replicaKey = key.Derive("harness replica requests v1")
 	sealer, err := secrets.NewSealer(key)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,9 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.Manager.Resume(ctx); err != nil {
 		a.Log.Error("resume sessions with queued input", "err", err)
 	}
+	if a.Replica != nil {
+		a.Replica.Start()
+	}
 	return nil
 }
 

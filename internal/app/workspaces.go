@@ -26,6 +26,7 @@ func (a *App) setupWorkspaces(ctx context.Context, sb *sandbox.Sandbox) error {
 		Roots: a.workspaceRoots, GitHosts: a.gitHosts,
 		InUse:       a.Store.WorkspaceInUse,
 		Network:     a.sessionNetwork,
+		FetchHosts:  a.fetchHosts,
 		ForkCopyMax: a.Config.ForkCopyMax,
 	})
 	if err != nil {

@@ -41,6 +41,17 @@ func (s *Service) Bootstrap(ctx context.Context, adminPassword string) (string, 
 	return SetupPathPrefix + token, nil
 }
 
+// NeedsSetup reports whether no account exists yet (a fresh install: the
+// setup link in the server's log, or HARNESS_ADMIN_PASSWORD, makes the
+// first one).
+func (s *Service) NeedsSetup(ctx context.Context) (bool, error) {
+	c, err := s.store.CountUsers(ctx)
+	if err != nil {
+		return false, fmt.Errorf("count users: %w", err)
+	}
+	return c.Total == 0, nil
+}
+
 // SetupValid reports whether token is the live setup token (no user yet).
 func (s *Service) SetupValid(ctx context.Context, token string) (bool, error) {
 	if !wellFormed(token) {

@@ -50,9 +50,17 @@ type Config struct {
 	// (HARNESS_GIT_HOSTS, comma-separated); local repositories under a
 	// workspace root the user may use are always allowed.
 	GitHosts []string
+	// FetchHosts are the hosts web_fetch may reach at loopback, private or
+	// link-local addresses (HARNESS_FETCH_HOSTS, comma-separated: host,
+	// host:port, *.domain or an IP address); public addresses need no entry,
+	// and web_fetch runs only for sessions whose network is on.
+	FetchHosts []string
 	// ForkCopyMax caps the size of a workspace a fork copies
 	// (HARNESS_FORK_COPY_MAX, e.g. 1G; 0 never copies).
 	ForkCopyMax int64
+	// MCPConfig is the file that lists the MCP servers sessions may use
+	// (HARNESS_MCP_CONFIG; docs/mcp.md); empty: none.
+	MCPConfig string
 
 	// ClientLimits bound one client's sockets and request rate (client_limits.go).
 	ClientLimits ClientLimits
@@ -104,6 +112,8 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	}
 	c.WorkspaceRoots = roots
 	c.GitHosts = splitList(getenv("HARNESS_GIT_HOSTS"), ",")
+	c.FetchHosts = splitList(getenv("HARNESS_FETCH_HOSTS"), ",")
+	c.MCPConfig = strings.TrimSpace(getenv("HARNESS_MCP_CONFIG"))
 	c.ForkCopyMax = DefaultForkCopyMax
 	if v := getenv("HARNESS_FORK_COPY_MAX"); v != "" {
 		n, err := ParseSize(v)

@@ -24,13 +24,14 @@ type Replica struct {
 	// address (Config.Advertised).
 	Advertise string
 	// LeaseTTL is how long a session's lease lasts without renewal
-	// (HARNESS_LEASE_TTL, -lease-ttl; default 10s, renewed at a third of
+	// (HARNESS_LEASE_TTL, -lease-ttl; default 8s, renewed at a third of
 	// it): a dead owner's sessions wait at most this long for a new one.
 	LeaseTTL time.Duration
 }
 
-// DefaultLeaseTTL is the default session lease TTL.
-const DefaultLeaseTTL = 10 * time.Second
+// DefaultLeaseTTL is the default session lease TTL: a killed replica's
+// sessions are taken over within about TTL + TTL/8, under 10 s.
+const DefaultLeaseTTL = 8 * time.Second
 
 // MinLeaseTTL is the shortest lease TTL Validate accepts: renewal runs at a
 // third of the TTL and must finish within that, or a busy database would

@@ -24,6 +24,7 @@ var (
 	ErrEmptyMessage   = errors.New("message is empty")
 	ErrUnknownModel   = errors.New("unknown provider")
 	ErrInvalidMode    = errors.New("invalid permission mode")
+	ErrInvalidEffort  = errors.New("invalid reasoning effort")
 	ErrBusy           = errors.New("agent is busy")
 	ErrNotIdleForTask = errors.New("maintenance needs an idle agent")
 	// ErrNotDurable: the change was accepted in memory (it will run and be
@@ -39,6 +40,7 @@ type Agent struct {
 	logger    *slog.Logger
 	hooks     Hooks
 	scope     *tools.Scope
+	own       sessionTools // the session's own tools (MCP), synced at assembly
 	workspace string
 	defaults  llm.CallConfig // the session's configured route
 
@@ -433,6 +435,22 @@ func (a *Agent) SetModel(ctx context.Context, provider, model string, by *sessio
 		model = p.Info().DefaultModel
 	}
 	if _, err := a.log.Append(session.TypeModelSelected, session.ModelSelected{Provider: provider, Model: model, By: by}); err != nil {
+		return err
+	}
+	return a.durable(ctx)
+}
+
+// SetEffort selects the reasoning effort from the next request on; ""
+// returns to the route's default. Choosing the current one logs nothing.
+func (a *Agent) SetEffort(ctx context.Context, effort llm.Effort, by *session.Actor) error {
+	if effort != "" && !effort.Known() {
+		return fmt.Errorf("%w: %q", ErrInvalidEffort, effort)
+	}
+	cur := a.log.State().Effort
+	if (cur == nil && effort == "") || (cur != nil && cur.Effort == effort) {
+		return nil
+	}
+	if _, err := a.log.Append(session.TypeEffortSelected, session.EffortSelected{Effort: effort, By: by}); err != nil {
 		return err
 	}
 	return a.durable(ctx)

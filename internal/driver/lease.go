@@ -35,7 +35,7 @@ type Leases interface {
 
 // DefaultLeaseTTL is how long a lease lasts without renewal; the manager
 // renews at a third of it.
-const DefaultLeaseTTL = 10 * time.Second
+const DefaultLeaseTTL = 8 * time.Second
 
 // ErrNotOwner is wrapped when a session's lease is held by another live
 // replica: its agent runs there, not here.
@@ -210,5 +210,6 @@ func (m *Manager) revoke(a *Agent, reason string) {
 	a.mu.Unlock()
 	m.logger.Warn("session lease lost: its agent stops on this replica", "session", a.id, "epoch", a.epoch, "reason", reason)
 	a.Cancel(session.CancelCause{Kind: session.CauseDisposed}, true)
+	a.closeSessionTools()
 	m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: a.id})
 }

@@ -54,6 +54,9 @@ type LiveEvent struct {
 	Tools []string `json:"tools,omitempty"`
 	// Workspace is a workspace preparation step (LiveWorkspace).
 	Workspace *WorkspaceProgress `json:"workspace,omitempty"`
+	// Origin is the replica whose agent published it, when that is not
+	// this process (PublishRemote); "" for this process's agents.
+	Origin string `json:"-"`
 }
 
 // Queue is a whole snapshot of an agent's pending inbox.
@@ -122,4 +125,19 @@ func (b *bus) publish(ev LiveEvent) {
 			fn(ev)
 		}()
 	}
+}
+
+// PublishRemote hands the live listeners a notification that another
+// replica's agent published (its session is owned there), so this
+// replica's subscribers and sidebars follow it. ev.Origin must name that
+// replica. A notification about a session whose agent runs here is stale
+// (the lease moved here) and dropped.
+func (m *Manager) PublishRemote(ev LiveEvent) {
+	if ev.Origin == "" {
+		return
+	}
+	if _, here := m.Lookup(ev.Session); here {
+		return
+	}
+	m.live.publish(ev)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"sync"
 	"time"
@@ -65,6 +66,12 @@ type Options struct {
 	// Confiner builds the commands tool processes run in (the sandbox);
 	// nil refuses every tool process.
 	Confiner Confiner
+	// SessionTools supplies each session's own tools (MCP servers'); nil:
+	// none.
+	SessionTools SessionTools
+	// Network reports whether a session's network policy lets its tools
+	// reach the network (web_fetch asks it); nil: never.
+	Network func(ctx context.Context, sessionID string) bool
 	// NoApprovals says no approval service exists (nobody can answer, e.g.
 	// an unattended runner): a call that asks is denied as unavailable and
 	// no approval/* event is logged.
@@ -323,6 +330,13 @@ func (m *Manager) load(ctx context.Context, id string) (_ *Agent, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.opts.Leases != nil && meta.Workspace != "" {
+		// A replica takes only sessions whose workspace it reaches (on
+		// the shared volume); another one will.
+		if _, err := os.Stat(meta.Workspace); err != nil {
+			return nil, fmt.Errorf("load session %s: workspace: %w: %w", id, ErrUnreachable, err)
+		}
+	}
 	epoch, until, err := m.acquire(ctx, id)
 	if err != nil {
 		return nil, err
@@ -395,7 +409,7 @@ func (m *Manager) install(id string, build func() (*Agent, error)) (*Agent, erro
 }
 
 func (m *Manager) newAgent(meta Meta, l *session.Log) *Agent {
-	return &Agent{
+	a := &Agent{
 		id:        meta.ID,
 		m:         m,
 		log:       l,
@@ -406,6 +420,8 @@ func (m *Manager) newAgent(meta Meta, l *session.Log) *Agent {
 		status:    StatusIdle,
 		lastIdle:  time.Now(),
 	}
+	m.openSessionTools(a)
+	return a
 }
 
 func (m *Manager) sink(id string) func(session.Event) {
@@ -450,28 +466,59 @@ func (m *Manager) Resume(ctx context.Context) error {
 	}
 	var errs []error
 	for _, id := range ids {
-		a, err := m.Get(ctx, id)
-		if errors.Is(err, ErrNotOwner) {
-			// Another live replica runs it (and resumed it there).
-			m.logger.Info("queued session owned by another replica: not resumed here", "session", id, "err", err)
-			continue
-		}
-		if err != nil {
+		if _, err := m.resume(ctx, id); err != nil && !errors.Is(err, ErrNotOwner) {
 			errs = append(errs, err)
-			continue
-		}
-		a.mu.Lock()
-		run := a.pendingLocked() && !queuePaused(a.log)
-		if run {
-			a.wakeLocked()
-		}
-		a.mu.Unlock()
-		if run {
-			m.logger.Info("resumed session with queued input", "session", id)
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// resume loads id (crash repair closes an interrupted turn) and runs its
+// waiting queue unless the queue is paused; it reports whether a turn was
+// started.
+func (m *Manager) resume(ctx context.Context, id string) (bool, error) {
+	a, err := m.Get(ctx, id)
+	if errors.Is(err, ErrNotOwner) {
+		// Another live replica runs it (and resumed it there).
+		m.logger.Info("queued session owned by another replica: not resumed here", "session", id, "err", err)
+		return false, err
+	}
+	if err != nil {
+		return false, err
+	}
+	a.mu.Lock()
+	run := a.pendingLocked() && !queuePaused(a.log)
+	if run {
+		a.wakeLocked()
+	}
+	a.mu.Unlock()
+	if run {
+		m.logger.Info("resumed session with queued input", "session", id)
+	}
+	return run, nil
+}
+
+// TakeOver loads a session whose owner replica stopped renewing its lease
+// (killed or hung) and goes on where it stopped: taking the lease makes
+// the old owner's late appends fail, the load's crash repair closes the
+// turn that was open (once: only the lease's holder loads), and the
+// waiting queue runs. A session another live replica took first fails
+// with ErrNotOwner; one whose workspace this replica cannot reach is left
+// alone (ErrUnreachable).
+func (m *Manager) TakeOver(ctx context.Context, id string) error {
+	if _, ok := m.Lookup(id); ok {
+		return nil
+	}
+	if _, err := m.resume(ctx, id); err != nil {
+		return err
+	}
+	m.logger.Warn("took over a session whose replica stopped renewing its lease", "session", id)
+	return nil
+}
+
+// ErrUnreachable is wrapped when this replica cannot reach a session's
+// workspace (not on the shared volume here), so it does not take it.
+var ErrUnreachable = errors.New("session workspace not reachable from this replica")
 
 // Shutdown cancels running turns (keeping their queues for the next start),
 // waits for every agent to go idle, and flushes.
@@ -497,6 +544,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		if err := a.Wait(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("session %s did not stop: %w", a.id, err))
 		}
+		a.closeSessionTools()
 		if err := m.store.Flush(ctx, a.id); err != nil {
 			errs = append(errs, err)
 			continue // the lease expires on its own; nothing is lost
@@ -581,6 +629,7 @@ func (m *Manager) unloadIdle() {
 	}
 	m.mu.Unlock()
 	for _, a := range gone {
+		a.closeSessionTools()
 		// The manager's root context: no request waits for an unload, and
 		// its events must be durable before the agent is gone.
 		if err := m.store.Flush(m.baseCtx, a.id); err != nil {
@@ -632,6 +681,7 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	if err := a.Wait(ctx); err != nil {
 		return fmt.Errorf("remove session %s: %w", id, err)
 	}
+	a.closeSessionTools()
 	m.release(a.id, a.epoch)
 	m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: id})
 	return nil

@@ -39,6 +39,7 @@ const noContextText = "Current runtime context: none. Earlier runtime-context sn
 // assemble builds the step's system prompt sections, runtime contexts and
 // tool schemas, then runs system-prompt/assemble.
 func (a *Agent) assemble(ctx context.Context) (*Assembly, error) {
+	a.syncSessionTools(ctx)
 	cfg := a.seedConfig()
 	base := &Assembly{
 		Sections: []Section{

@@ -76,17 +76,20 @@ func (a *Agent) buildRequest(ctx context.Context, turn, step int, system string,
 }
 
 // seedConfig is the configuration a request starts from: the last logged
-// header's config minus adapter-filled fields, else the session's selection.
+// header's config minus adapter-filled fields, else the session's selection;
+// a model/effort selection then sets the effort.
 func (a *Agent) seedConfig() llm.CallConfig {
+	st := a.log.State()
 	route := a.defaults
-	if sel := a.log.State().Model; sel != nil {
+	if sel := st.Model; sel != nil {
 		route.Provider, route.Model = sel.Provider, sel.Model
 	}
 	if route.Provider == "" {
 		route.Provider, route.Model = a.m.providers.Default()
 	}
+	cfg := route
 	if h, ok := a.log.RequestHeader(); ok && h.Config.Provider == route.Provider && h.Config.Model == route.Model {
-		cfg := h.Config
+		cfg = h.Config
 		if h.AdapterDefaults != nil {
 			if h.AdapterDefaults.MaxTokens {
 				cfg.MaxTokens = 0
@@ -95,9 +98,31 @@ func (a *Agent) seedConfig() llm.CallConfig {
 				cfg.ReasoningEffort = ""
 			}
 		}
-		return cfg
 	}
-	return route
+	if sel := st.Effort; sel != nil {
+		// The person's choice wins over an effort carried in the header;
+		// "" (or one this model does not list) leaves it to the model's
+		// default, so a model switch never fails a turn on the effort.
+		cfg.ReasoningEffort = ""
+		if a.effortSupported(cfg.Provider, cfg.Model, sel.Effort) {
+			cfg.ReasoningEffort = sel.Effort
+		}
+	}
+	return cfg
+}
+
+// effortSupported reports whether the route's model takes effort: a model
+// that lists no efforts takes any.
+func (a *Agent) effortSupported(provider, model string, effort llm.Effort) bool {
+	if effort == "" {
+		return false
+	}
+	p, ok := a.m.providers.Get(provider)
+	if !ok {
+		return true // the request fails on the route, not on the effort
+	}
+	efforts := p.Info().Model(model).Efforts
+	return len(efforts) == 0 || hasEffort(efforts, effort)
 }
 
 func hasEffort(list []llm.Effort, e llm.Effort) bool {

@@ -83,6 +83,11 @@ func (e *toolEnv) Command(ctx context.Context, p tools.Process) (*exec.Cmd, erro
 
 func (e *toolEnv) PermissionMode() session.PermissionMode { return e.a.log.State().Mode }
 
+func (e *toolEnv) Network(ctx context.Context) bool {
+	n := e.a.m.opts.Network
+	return n != nil && n(ctx, e.a.id)
+}
+
 // Emit only appends (the log's sink enqueues without blocking), so it has
 // nothing to wait for with ctx.
 func (e *toolEnv) Emit(_ context.Context, t session.Type, data any) error {

@@ -16,6 +16,16 @@ const (
 	EffortMax  Effort = "max"
 )
 
+// Known reports whether e is one of the efforts above ("" is not: it means
+// the route's default).
+func (e Effort) Known() bool {
+	switch e {
+	case EffortOff, EffortLow, EffortHigh, EffortMax:
+		return true
+	}
+	return false
+}
+
 // Purpose marks requests that are not conversation turns.
 type Purpose string
 

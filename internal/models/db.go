@@ -41,6 +41,8 @@ type DB struct {
 	Driver string
 
 	w, r    *sql.DB     // the pools under W and R, for raw SQL
+	dsn     string      // PostgreSQL: for the notification listener's own connection
+	schema  string      // PostgreSQL: the current schema (names the notification channels)
 	closers []io.Closer // released in order by Close
 }
 

@@ -282,3 +282,44 @@ func (l *Leases) Lease(ctx context.Context, sessionID string) (LeaseInfo, bool, 
 	li.Owner = owner.String
 	return li, true, nil
 }
+
+// Holder is the replica that holds a session's lease now: its id and
+// advertised address; ok is false when nobody does (free, released, or
+// expired).
+func (l *Leases) Holder(ctx context.Context, sessionID string) (owner, addr string, ok bool, err error) {
+	var o, a sql.NullString
+	err = l.db.QueryRowContext(ctx, `
+		SELECT sl.owner, r.addr FROM session_leases sl JOIN replicas r ON r.id = sl.owner
+		WHERE sl.session_id = $1 AND sl.expires_at >= now()`, sessionID).Scan(&o, &a)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("lease holder of %s: %w", sessionID, err)
+	}
+	return o.String, a.String, true, nil
+}
+
+// Orphaned lists the sessions whose lease is held by a replica that stopped
+// renewing it (expired, owner still set: its process died or hangs), at
+// most limit. Their agents were live when the owner went; another replica
+// takes them over (crash repair, then the queue).
+func (l *Leases) Orphaned(ctx context.Context, limit int) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, `
+		SELECT session_id FROM session_leases
+		WHERE owner IS NOT NULL AND expires_at < now()
+		ORDER BY expires_at LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("orphaned leases: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("orphaned leases: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

@@ -33,15 +33,8 @@ func (s *Store) LoadLog(ctx context.Context, id string, clock func() int64) (*se
 	if err != nil {
 		return nil, nil, fmt.Errorf("load session: %w", err)
 	}
-	h := session.Header{
-		ID:            sess.ID,
-		CreatedAt:     sess.CreatedAt.UnixMilli(),
-		Cwd:           sess.Workspace,
-		ParentSession: sess.ParentID,
-		SeedLength:    sess.SeedLength,
-	}
 	s.W.Reset(id)
-	log, err := session.Load(h, events, session.Options{
+	log, err := session.Load(sess.header(), events, session.Options{
 		Clock: clock,
 		Sink:  func(ev session.Event) { s.W.Enqueue(id, ev) },
 		// Stored events were validated when appended, and decodeRange
@@ -61,4 +54,35 @@ func (s *Store) LoadLog(ctx context.Context, id string, clock func() int64) (*se
 		}
 	}
 	return log, closers, nil
+}
+
+// ReadLog loads a stored session as a log that only follows the store: no
+// crash repair, no Sink. A replica mirrors a session another replica owns
+// this way, ingesting the owner's later events as they are committed
+// (session.Log.Ingest).
+func (s *Store) ReadLog(ctx context.Context, id string) (*session.Log, error) {
+	sess, err := s.GetSession(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read session: %w", err)
+	}
+	events, err := s.EventsSince(ctx, id, -1, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read session: %w", err)
+	}
+	l, err := session.Load(sess.header(), events, session.Options{Trusted: true})
+	if err != nil {
+		return nil, fmt.Errorf("read session %s: %w", id, err)
+	}
+	return l, nil
+}
+
+// header is the log header of a stored session.
+func (sess *Session) header() session.Header {
+	return session.Header{
+		ID:            sess.ID,
+		CreatedAt:     sess.CreatedAt.UnixMilli(),
+		Cwd:           sess.Workspace,
+		ParentSession: sess.ParentID,
+		SeedLength:    sess.SeedLength,
+	}
 }

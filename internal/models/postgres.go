@@ -28,7 +28,7 @@ func openPostgres(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err
 	if err != nil {
 		return nil, wrap(err)
 	}
-	db := &DB{W: g, R: g, Driver: DriverPostgres, w: pool, r: pool, closers: []io.Closer{pool}}
+	db := &DB{W: g, R: g, Driver: DriverPostgres, w: pool, r: pool, dsn: cfg.DSN, closers: []io.Closer{pool}}
 	defer func() {
 		if err != nil {
 			_ = db.Close()
@@ -41,6 +41,9 @@ func openPostgres(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err
 	pool.SetMaxOpenConns(n + 1)
 	pool.SetMaxIdleConns(n + 1)
 	if err := pool.PingContext(ctx); err != nil {
+		return nil, wrap(err)
+	}
+	if err := pool.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&db.schema); err != nil {
 		return nil, wrap(err)
 	}
 	if err := migrate(ctx, db); err != nil {

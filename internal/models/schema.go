@@ -65,6 +65,9 @@ type Session struct {
 	Provider string `gorm:"size:64"`
 	Model    string `gorm:"size:128"`
 	Mode     string `gorm:"size:16"` // permission mode
+	// Effort is the reasoning effort chosen for the session ("" = the
+	// route's default); the log's last model/effort, kept like Mode.
+	Effort   string `gorm:"size:16;not null;default:''"`
 	ParentID string `gorm:"index;size:36"`
 	ForkSeq  int64  // boundary seq in the parent, when forked
 	// SeedLength is session.Header.SeedLength.

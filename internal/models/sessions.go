@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ type SessionUpdate struct {
 	Title    *string
 	Archived *bool
 	Mode     *string // permission mode
+	Effort   *string // reasoning effort ("" = the route's default)
 	Provider *string
 	Model    *string
 	// PendingInbox is the count of queue items not yet claimed.
@@ -39,6 +41,9 @@ func (u SessionUpdate) columns() map[string]any {
 	}
 	if u.Mode != nil {
 		cols["mode"] = *u.Mode
+	}
+	if u.Effort != nil {
+		cols["effort"] = *u.Effort
 	}
 	if u.Provider != nil {
 		cols["provider"] = *u.Provider
@@ -141,6 +146,13 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		}
 		for _, m := range []any{&Member{}, &ShareLink{}} {
 			if err := tx.Where("session_id = ?", id).Delete(m).Error; err != nil {
+				return err
+			}
+		}
+		if s.DB.Driver == DriverPostgres {
+			// Replicas mirroring the session end their subscriptions
+			// (head -1: deleted), at the commit.
+			if err := tx.Exec(`SELECT pg_notify(?, ?)`, s.DB.Channel(HeadsChannel), id+":"+strconv.Itoa(DeletedHead)).Error; err != nil {
 				return err
 			}
 		}

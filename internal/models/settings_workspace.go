@@ -7,6 +7,7 @@ const (
 	settingWorkspaceRoots = "workspace_roots"
 	settingGitHosts       = "git_hosts"
 	settingRouteNetwork   = "route_network"
+	settingFetchHosts     = "fetch_hosts"
 )
 
 // RootSetting is a workspace root an admin added in Settings.
@@ -60,4 +61,19 @@ func (s *SettingsStore) SaveRouteNetwork(ctx context.Context, routes map[string]
 		routes = map[string]bool{}
 	}
 	return s.put(ctx, settingRouteNetwork, routes)
+}
+
+// FetchHosts reads web_fetch's allow-list added in Settings.
+func (s *SettingsStore) FetchHosts(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.get(ctx, settingFetchHosts, &out)
+	return out, err
+}
+
+// SaveFetchHosts stores web_fetch's allow-list added in Settings.
+func (s *SettingsStore) SaveFetchHosts(ctx context.Context, hosts []string) error {
+	if hosts == nil {
+		hosts = []string{}
+	}
+	return s.put(ctx, settingFetchHosts, hosts)
 }

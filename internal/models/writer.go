@@ -39,6 +39,10 @@ type WriterOptions struct {
 	// how long the commit took (metrics). It runs on the writer goroutine and
 	// must not block.
 	OnBatch func(events int, took time.Duration)
+	// OnCommit is told each session's new head after a transaction
+	// committed its events (replicas deliver only stored events). It runs
+	// on the writer goroutine and must not block.
+	OnCommit func(sessionID string, head int64)
 }
 
 const (

@@ -185,6 +185,13 @@ func (w *Writer) write(parts []*part) bool {
 	if w.opts.OnBatch != nil && len(ok) > 0 {
 		w.opts.OnBatch(countEvents(ok), time.Since(began))
 	}
+	if w.opts.OnCommit != nil {
+		for i, p := range ok {
+			if !stale[i] {
+				w.opts.OnCommit(p.st.id, p.evs[len(p.evs)-1].ev.Seq)
+			}
+		}
+	}
 	w.resolve(parts, nil)
 	return true
 }

@@ -43,14 +43,15 @@ func encodeRows(sessionID string, evs []queued, tail *group) (update *eventRow, 
 // txWriter runs the batch transactions with raw SQL on the writer pool; it
 // is used by the writer goroutine only.
 type txWriter struct {
-	w, r   *sql.DB
-	pg     bool
-	insert map[int]string // INSERT statement by row count
-	args   []any          // reused argument buffer
+	w, r         *sql.DB
+	pg           bool
+	headsChannel string         // PostgreSQL: the channel announcing new heads
+	insert       map[int]string // INSERT statement by row count
+	args         []any          // reused argument buffer
 }
 
 func newTxWriter(db *DB) txWriter {
-	return txWriter{w: db.w, r: db.r, pg: db.Driver == DriverPostgres, insert: map[int]string{}}
+	return txWriter{w: db.w, r: db.r, pg: db.Driver == DriverPostgres, headsChannel: db.Channel(HeadsChannel), insert: map[int]string{}}
 }
 
 // storedHead is a session's stored head and its LogKey.
@@ -108,36 +109,43 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 			_ = tx.Rollback()
 		}
 	}()
+	// SQLite has one process: the head moves from the seq the part
+	// continues. PostgreSQL also fences by the lease epoch (advancePG).
 	update := rebind(t.pg, `UPDATE sessions SET head = ?, updated_at = ? WHERE id = ? AND head = ?`)
-	// PostgreSQL fences: the head moves only under the session's current
-	// lease epoch (leases.go), so a replica that lost the lease cannot
-	// append. SQLite has one process and keeps the plain statement.
-	const updateFenced = `UPDATE sessions SET head = $1, updated_at = $2 WHERE id = $3 AND head = $4 AND lease_epoch = $5`
 	setTitle := rebind(t.pg, `UPDATE sessions SET title = ? WHERE id = ?`)
 	setTodo := rebind(t.pg, `UPDATE sessions SET todo_seq = ? WHERE id = ?`)
 	extendGroup := rebind(t.pg, `UPDATE log_rows SET n = ?, meta = ?, body = ? WHERE log_key = ? AND seq = ? AND n < ?`)
 	stale = make([]bool, len(parts))
+	if t.pg {
+		// One statement for every head (and one for every extended
+		// group, below): a round trip per part would make the commit,
+		// which every PostgreSQL subscriber waits for, grow with the
+		// number of busy sessions.
+		if stale, err = t.advancePG(ctx, tx, parts, at); err != nil {
+			return nil, err
+		}
+	}
 	var rows []eventRowRef
+	var ext extensions
 	for i, p := range parts {
-		first, last := p.evs[0].ev.Seq, p.evs[len(p.evs)-1].ev.Seq
-		var res sql.Result
-		if t.pg {
-			res, err = tx.ExecContext(ctx, updateFenced, last, at, p.st.id, first-1, p.epoch)
-		} else {
-			res, err = tx.ExecContext(ctx, update, last, at, p.st.id, first-1)
+		if !t.pg {
+			first, last := p.evs[0].ev.Seq, p.evs[len(p.evs)-1].ev.Seq
+			res, err := tx.ExecContext(ctx, update, last, at, p.st.id, first-1)
+			if err != nil {
+				return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
+			}
+			stale[i] = n == 0
 		}
-		if err != nil {
-			return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
-		}
-		if n == 0 {
-			stale[i] = true
+		if stale[i] {
 			continue
 		}
-		if u := p.update; u != nil {
+		if u := p.update; u != nil && t.pg {
+			ext.add(p.key, u)
+		} else if u != nil {
 			// The stored group grows; it must still be the group the
 			// writer remembers (n only ever grows).
 			res, err := tx.ExecContext(ctx, extendGroup, u.n, u.meta, u.body, p.key, u.seq, u.n)
@@ -162,6 +170,14 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 			if _, err := tx.ExecContext(ctx, setTodo, seq, p.st.id); err != nil {
 				return nil, fmt.Errorf("update todo list of %s: %w", p.st.id, err)
 			}
+		}
+	}
+	if err := ext.apply(ctx, tx); err != nil {
+		return nil, err
+	}
+	if t.pg {
+		if err := notifyHeads(ctx, tx, t.headsChannel, parts, stale); err != nil {
+			return nil, err
 		}
 	}
 	for len(rows) > 0 {

@@ -34,6 +34,9 @@ type Transcript struct {
 	// context meter; ContextWindow the last request/context's window.
 	Usage         *llm.Usage
 	ContextWindow int64
+	// Figures are the totals of the turns that ended on the page (the
+	// footer shows the whole log's: FigureBook).
+	Figures SessionFigures
 	// Malformed counts the events skipped because their data did not
 	// decode (the page shows the rest; a live Projection reports each as
 	// an error from Apply).
@@ -58,7 +61,7 @@ func (m *Markdown) Fold(events []session.Event, opts FoldOptions) Transcript {
 		}
 	}
 	out.Items = p.finish()
-	out.Todos, out.Usage, out.ContextWindow = p.todos, p.usage, p.window
+	out.Todos, out.Usage, out.ContextWindow, out.Figures = p.todos, p.usage, p.window, p.totals
 	return out
 }
 
@@ -276,7 +279,7 @@ func TurnEndItem(base Base, te session.TurnEnd) Item {
 		if f == nil {
 			f = &llm.Failure{Code: llm.CodeUnknown, Message: "The turn ended with an error."}
 		}
-		return &ErrorItem{Base: b, Code: string(f.Code), Status: f.Status, Message: safeMessage(f.Message)}
+		return &ErrorItem{Base: b, Turn: te.Turn, Code: string(f.Code), Status: f.Status, Message: safeMessage(f.Message)}
 	case session.ReasonAborted:
 		text := "Stopped."
 		if c := te.Reason.Cause; c != nil {

@@ -63,7 +63,7 @@ func compactSummary(v *ToolItem) string {
 	case v.Search != nil:
 		return v.Search.Pattern
 	}
-	for _, f := range []string{"file_path", "pattern", "path"} {
+	for _, f := range []string{"file_path", "pattern", "path", "url"} {
 		if s := argField(v.Arguments, f); s != "" {
 			return truncateText(s, 200)
 		}

@@ -136,9 +136,11 @@ type RetryItem struct {
 	Message    string
 }
 
-// ErrorItem is a turn that ended with a model failure.
+// ErrorItem is a turn that ended with a model failure. Turn is the failed
+// turn: its row offers to send the turn's prompt again (the retry op).
 type ErrorItem struct {
 	Base
+	Turn    int
 	Code    string
 	Status  int
 	Message string
@@ -190,6 +192,9 @@ type UsageItem struct {
 	// assistant/message carried the route's price).
 	Cost   float64
 	Priced int
+	// Figures are the turn's share of the session figures (the footer),
+	// complete at its turn/end.
+	Figures SessionFigures
 	// startedAt is the turn/start's event time while the turn is open.
 	startedAt int64
 }

@@ -37,8 +37,12 @@ const (
 	ParentTranscript = "transcript"
 	ParentDock       = "dock"
 	ParentTakeover   = "takeover"
-	// ParentChatHead is the chat page's header (the context meter).
+	// ParentChatHead is the chat page's header (the context meter, the
+	// model label, the permission mode).
 	ParentChatHead = "chat-head"
+	// ParentFooter is the chat page's bottom area, which holds the
+	// session figures (#session-figures).
+	ParentFooter = "composer-area"
 )
 
 // fragment builds the HTML of one push.

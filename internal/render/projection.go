@@ -31,6 +31,14 @@ type ProjectionOptions struct {
 	Context func() (ContextFigures, bool)
 	// PreviewInterval overrides DefaultPreviewInterval.
 	PreviewInterval time.Duration
+	// ModelLabel names the route a model/selected event picks, for the
+	// header's model label (upserted into #chat-head). nil: no label
+	// fragment (the notice row still shows the change).
+	ModelLabel ModelLabelFunc
+	// Figures are the session's figures as of the turn/end at seq (see
+	// SessionFigures; a FigureBook keeps them), for the footer upserted
+	// at every turn end. nil: no footer fragments.
+	Figures func(seq int64) (SessionFigures, bool)
 }
 
 // Projection is the one projection of a session log onto the page: the
@@ -48,19 +56,25 @@ type Projection struct {
 	md *Markdown
 	id string // the session, for errors
 	// live projections record fragment operations, forget finished turns
-	// and mark preview points; page projections keep every item.
-	live     bool
-	viewerID string // page: the viewer the user bubbles are built for
-	context  func() (ContextFigures, bool)
-	interval int64 // preview interval, ms
+	// and mark preview points; page projections keep every item;
+	// figures-only projections (a FigureBook's) build no items at all.
+	live        bool
+	figuresOnly bool
+	viewerID    string // page: the viewer the user bubbles are built for
+	context     func() (ContextFigures, bool)
+	label       ModelLabelFunc
+	figures     func(seq int64) (SessionFigures, bool)
+	interval    int64 // preview interval, ms
 
 	// The fold.
 	items []Item
 	index map[string]int // item id → position in items
-	// turnUsage sums the figures of the open turns; turnReq is where
-	// each open turn's first streaming request stands (for TTFT).
+	// turnUsage sums the figures of the open turns; turnClock times their
+	// model requests and tool calls.
 	turnUsage map[int]*UsageItem
-	turnReq   map[int]*requestClock
+	turnClock map[int]*turnClock
+	// totals sums the figures of the turns that ended (SessionFigures).
+	totals SessionFigures
 	// triggers of the compactions started, by id.
 	triggers map[string]CompactionTrigger
 	// streams hold the text of the streaming blocks by item id (a builder,
@@ -80,16 +94,21 @@ type Projection struct {
 	author *UserItem
 	panel  bool
 	meter  *ContextFigures
+	footer *SessionFigures
 	// frags caches the fragment per viewer class: bit 0 panels shown, bit
 	// 1 author shown.
 	frags [4]cachedFragment
 }
 
-// requestClock times the first token of a turn's first model request.
-type requestClock struct {
-	start    int64 // event time the current request started
-	started  bool
-	measured bool // a delta arrived: the turn's TTFT is known
+// turnClock times an open turn's current model request (from its
+// step/start or llm/retry-started) and its running tool calls.
+type turnClock struct {
+	reqOpen  bool
+	reqStart int64
+	// reqFirst is the time of the request's first delta, when streamed.
+	reqFirst int64
+	streamed bool
+	tools    map[string]int64 // call id → its tool/call's time
 }
 
 type stream struct {
@@ -108,7 +127,7 @@ type cachedFragment struct {
 func newProjection(md *Markdown, live bool) *Projection {
 	return &Projection{
 		md: md, live: live, interval: DefaultPreviewInterval.Milliseconds(),
-		index: map[string]int{}, turnUsage: map[int]*UsageItem{}, turnReq: map[int]*requestClock{}, triggers: map[string]CompactionTrigger{},
+		index: map[string]int{}, turnUsage: map[int]*UsageItem{}, turnClock: map[int]*turnClock{}, triggers: map[string]CompactionTrigger{},
 		streams: map[string]*stream{}, callArgs: map[string]string{},
 	}
 }
@@ -121,7 +140,7 @@ func newProjection(md *Markdown, live bool) *Projection {
 // long log. l may be nil (nothing primed).
 func NewProjection(md *Markdown, id string, l *session.Log, upto int64, opts ProjectionOptions) *Projection {
 	p := newProjection(md, true)
-	p.id, p.context = id, opts.Context
+	p.id, p.context, p.label, p.figures = id, opts.Context, opts.ModelLabel, opts.Figures
 	if opts.PreviewInterval > 0 {
 		p.interval = opts.PreviewInterval.Milliseconds()
 	}
@@ -151,7 +170,7 @@ func NewProjection(md *Markdown, id string, l *session.Log, upto int64, opts Pro
 // Apply folds the next event (events arrive in seq order, each once). A
 // malformed event is an error and changes nothing (its Fragment is "").
 func (p *Projection) Apply(ev session.Event) error {
-	p.ops, p.author, p.panel, p.meter = p.ops[:0], nil, false, nil
+	p.ops, p.author, p.panel, p.meter, p.footer = p.ops[:0], nil, false, nil, nil
 	p.frags = [4]cachedFragment{}
 	if err := p.apply(ev); err != nil {
 		p.ops, p.author, p.panel = p.ops[:0], nil, false
@@ -163,6 +182,12 @@ func (p *Projection) Apply(ev session.Event) error {
 		// incremental and measured once for every viewer.
 		if c, ok := p.context(); ok {
 			p.meter = &c
+		}
+	}
+	if p.figures != nil && ev.Type == session.TypeTurnEnd {
+		// Once per turn, never per chunk: the footer counts ended turns.
+		if f, ok := p.figures(ev.Seq); ok {
+			p.footer = &f
 		}
 	}
 	return nil
@@ -203,6 +228,9 @@ var meterEvents = map[session.Type]bool{
 // apply is the one switch over event types: one decode, the items the
 // event changes, and the operations that show the change live.
 func (p *Projection) apply(ev session.Event) error {
+	if p.figuresOnly && !figureEvents[ev.Type] {
+		return nil
+	}
 	base := Base{Seq: ev.Seq, Time: ev.Time}
 	switch ev.Type {
 	case session.TypeTurnStart:
@@ -221,6 +249,7 @@ func (p *Projection) apply(ev session.Event) error {
 		if err != nil {
 			return err
 		}
+		p.turnFigures(sb.Turn).Figures.Steps++
 		p.requestStarted(sb.Turn, ev.Time)
 	case session.TypeUserMessage:
 		m, err := session.Decode[llm.Message](ev)
@@ -233,6 +262,11 @@ func (p *Projection) apply(ev session.Event) error {
 			p.upsert(it)
 		}
 	case session.TypeAssistantChunk:
+		if p.figuresOnly && !p.awaitingToken() {
+			// Only a request's first delta counts: the rest of a stream
+			// is not even decoded.
+			return nil
+		}
 		c, err := session.Decode[session.AssistantChunk](ev)
 		if err != nil {
 			return err
@@ -243,11 +277,14 @@ func (p *Projection) apply(ev session.Event) error {
 		if err != nil {
 			return err
 		}
-		prefix := blockPrefix(am.Turn, am.Step)
-		items := p.md.MessageItems(base, am)
-		p.dropStreams(prefix)
-		p.replacePrefix(prefix, items)
-		p.emit(op{kind: opReplacePrefix, target: prefix, items: items})
+		if !p.figuresOnly {
+			prefix := blockPrefix(am.Turn, am.Step)
+			items := p.md.MessageItems(base, am)
+			p.dropStreams(prefix)
+			p.replacePrefix(prefix, items)
+			p.emit(op{kind: opReplacePrefix, target: prefix, items: items})
+		}
+		p.requestEnded(am.Turn, ev.Time, am.Usage)
 		if am.Usage != nil {
 			u := *am.Usage
 			p.usage = &u
@@ -263,6 +300,10 @@ func (p *Projection) apply(ev session.Event) error {
 		c, err := session.Decode[session.ToolCall](ev)
 		if err != nil {
 			return err
+		}
+		p.toolStarted(c.Turn, c.CallID, ev.Time)
+		if p.figuresOnly {
+			return nil
 		}
 		it := ToolCallItem(base, c)
 		p.add(it)
@@ -287,6 +328,10 @@ func (p *Projection) apply(ev session.Event) error {
 		r, err := session.Decode[session.ToolResult](ev)
 		if err != nil {
 			return err
+		}
+		p.toolEnded(r.Turn, r.Message.Source.CallID, ev.Time)
+		if p.figuresOnly {
+			return nil
 		}
 		t, _ := p.get(ToolID(r.Turn, r.Message.Source.CallID)).(*ToolItem)
 		it := ApplyToolResult(base, t, r)
@@ -348,6 +393,11 @@ func (p *Projection) apply(ev session.Event) error {
 		if err != nil {
 			return err
 		}
+		// The failed attempt ends here; its time counts as model time.
+		p.requestEnded(r.Turn, ev.Time, nil)
+		if p.figuresOnly {
+			return nil
+		}
 		// The failed attempt's partial blocks are gone from the model's
 		// view; the retry row takes their place.
 		prefix := blockPrefix(r.Turn, r.Step)
@@ -374,18 +424,16 @@ func (p *Projection) apply(ev session.Event) error {
 			return err
 		}
 		var items []Item
-		if tu := p.turnUsage[te.Turn]; tu != nil {
-			delete(p.turnUsage, te.Turn)
-			delete(p.turnReq, te.Turn)
-			if tu.HasDuration {
-				tu.DurationMs = ev.Time - tu.startedAt
-			}
-			// A turn without a model answer (stopped before, or failed)
-			// shows no figures row, as before there were timings.
-			if tu.Requests > 0 {
-				tu.Base = withID(base, turnUsageID(te.Turn))
-				items = append(items, tu)
-			}
+		tu := p.endTurn(te.Turn, ev.Time)
+		p.totals = p.totals.Add(tu.Figures)
+		if p.figuresOnly {
+			return nil
+		}
+		// A turn without a model answer (stopped before, or failed)
+		// shows no figures row, as before there were timings.
+		if tu.Requests > 0 {
+			tu.Base = withID(base, turnUsageID(te.Turn))
+			items = append(items, tu)
 		}
 		if it := TurnEndItem(base, te); it != nil {
 			items = append(items, it)
@@ -433,12 +481,25 @@ func (p *Projection) apply(ev session.Event) error {
 			return err
 		}
 		p.notice(base, NoticeMode, "Permission mode: "+string(m.Mode)+byText(actorName(m.By)))
+		p.emit(op{kind: opUpsertIn, target: ParentChatHead, comp: ModeBadge(string(m.Mode))})
 	case session.TypeModelSelected:
 		m, err := session.Decode[session.ModelSelected](ev)
 		if err != nil {
 			return err
 		}
 		p.notice(base, NoticeModel, "Model: "+m.Provider+" / "+m.Model+byText(actorName(m.By)))
+		if p.live && p.label != nil {
+			label, offline := p.label(m.Provider, m.Model)
+			p.emit(op{kind: opUpsertIn, target: ParentChatHead, comp: ModelBadge(label, offline)})
+		}
+	case session.TypeEffortSelected:
+		// The header's effort control follows the event in the browser
+		// (it keeps its own state); the transcript says who changed it.
+		e, err := session.Decode[session.EffortSelected](ev)
+		if err != nil {
+			return err
+		}
+		p.notice(base, NoticeModel, EffortNotice(e.Effort)+byText(actorName(e.By)))
 	case session.TypeWorkspaceReady:
 		w, err := session.Decode[session.WorkspaceReady](ev)
 		if err != nil {
@@ -469,6 +530,13 @@ func (p *Projection) apply(ev session.Event) error {
 // the log alone and every viewer and reconnect sees the same), its final
 // form at block-end.
 func (p *Projection) chunk(base Base, c session.AssistantChunk) {
+	if p.figuresOnly {
+		switch c.Chunk.Type {
+		case llm.ChunkTextDelta, llm.ChunkReasoningDelta, llm.ChunkToolCallDelta:
+			p.firstToken(c.Turn, base.Time)
+		}
+		return
+	}
 	id := BlockID(c.Turn, c.Step, c.Chunk.Index)
 	switch c.Chunk.Type {
 	case llm.ChunkBlockStart:
@@ -513,29 +581,117 @@ func (p *Projection) turnFigures(turn int) *UsageItem {
 	return tu
 }
 
-// requestStarted notes that a model request of turn started at t (a
-// step/start: the driver builds and sends the request right after it; or
-// an llm/retry-started), unless the turn's first token was already timed.
-func (p *Projection) requestStarted(turn int, t int64) {
-	rc := p.turnReq[turn]
-	if rc == nil {
-		rc = &requestClock{}
-		p.turnReq[turn] = rc
+// clock is the open turn's request and tool clock.
+func (p *Projection) clock(turn int) *turnClock {
+	c := p.turnClock[turn]
+	if c == nil {
+		c = &turnClock{}
+		p.turnClock[turn] = c
 	}
-	if !rc.measured {
-		rc.start, rc.started = t, true
+	return c
+}
+
+// requestStarted opens a model request of turn at t: a step/start (the
+// driver builds and sends the request right after it) or an
+// llm/retry-started.
+func (p *Projection) requestStarted(turn int, t int64) {
+	c := p.clock(turn)
+	if c.reqOpen {
+		// Not seen in a valid log (a request ends before the next
+		// starts); end it here rather than count it twice.
+		p.requestEnded(turn, t, nil)
+	}
+	c.reqOpen, c.reqStart, c.reqFirst, c.streamed = true, t, 0, false
+}
+
+// firstToken times the open request's first delta chunk (text, reasoning
+// or tool call); the turn's TTFT is its first streamed request's.
+func (p *Projection) firstToken(turn int, t int64) {
+	c := p.turnClock[turn]
+	if c == nil || !c.reqOpen || c.streamed {
+		return
+	}
+	c.reqFirst, c.streamed = t, true
+	if tu := p.turnFigures(turn); !tu.HasTTFT {
+		tu.TTFTMs, tu.HasTTFT = t-c.reqStart, true
 	}
 }
 
-// firstToken times the turn's first token at its first delta chunk.
-func (p *Projection) firstToken(turn int, t int64) {
-	rc := p.turnReq[turn]
-	if rc == nil || !rc.started || rc.measured {
+// awaitingToken: some open request has not streamed yet (a figures-only
+// projection decodes chunks only then).
+func (p *Projection) awaitingToken() bool {
+	for _, c := range p.turnClock {
+		if c.reqOpen && !c.streamed {
+			return true
+		}
+	}
+	return false
+}
+
+// requestEnded closes the open request of turn at t: its assistant/message
+// (usage set when the provider reported it), its llm/retry, or its turn's
+// end. A request whose start is out of reach (a page cut mid-turn) adds
+// nothing.
+func (p *Projection) requestEnded(turn int, t int64, u *llm.Usage) {
+	c := p.turnClock[turn]
+	if c == nil || !c.reqOpen {
 		return
 	}
-	rc.measured = true
+	c.reqOpen = false
+	f := &p.turnFigures(turn).Figures
+	f.Requests++
+	f.ModelMs += t - c.reqStart
+	if !c.streamed {
+		return
+	}
+	f.Streamed++
+	f.TTFTSumMs += c.reqFirst - c.reqStart
+	if u != nil && t > c.reqFirst {
+		f.StreamMs += t - c.reqFirst
+		f.StreamOutput += u.OutputTokens
+	}
+}
+
+// toolStarted and toolEnded time a tool call, tool/call to tool/result.
+func (p *Projection) toolStarted(turn int, callID string, t int64) {
+	c := p.clock(turn)
+	if c.tools == nil {
+		c.tools = map[string]int64{}
+	}
+	c.tools[callID] = t
+}
+
+func (p *Projection) toolEnded(turn int, callID string, t int64) {
+	c := p.turnClock[turn]
+	if c == nil {
+		return
+	}
+	if start, ok := c.tools[callID]; ok {
+		delete(c.tools, callID)
+		p.turnFigures(turn).Figures.ToolMs += t - start
+	}
+}
+
+// endTurn closes the turn at its turn/end (time t): what is still open
+// (a request cut off, tools without a result) ends with it. It returns the
+// turn's figures row (a fresh one when none of its events was in reach),
+// which no longer belongs to the open turns.
+func (p *Projection) endTurn(turn int, t int64) *UsageItem {
 	tu := p.turnFigures(turn)
-	tu.TTFTMs, tu.HasTTFT = t-rc.start, true
+	if c := p.turnClock[turn]; c != nil {
+		p.requestEnded(turn, t, nil)
+		for _, start := range c.tools {
+			tu.Figures.ToolMs += t - start
+		}
+	}
+	delete(p.turnUsage, turn)
+	delete(p.turnClock, turn)
+	if tu.HasDuration {
+		tu.DurationMs = t - tu.startedAt
+	}
+	tu.Figures.Turns = 1
+	tu.Figures.Usage = tu.Usage
+	return tu
 }
 
 // notice adds a one-line notice row.
@@ -553,7 +709,7 @@ func (p *Projection) forgetTurns() {
 	p.items = p.items[:0]
 	clear(p.index)
 	clear(p.turnUsage)
-	clear(p.turnReq)
+	clear(p.turnClock)
 	clear(p.streams)
 	clear(p.callArgs)
 }
@@ -679,7 +835,7 @@ func (p *Projection) upsert(items ...Item) {
 
 // render writes the recorded operations for one viewer class.
 func (p *Projection) render(panels, showAuthor bool) (string, error) {
-	if len(p.ops) == 0 && p.meter == nil {
+	if len(p.ops) == 0 && p.meter == nil && p.footer == nil {
 		return "", nil
 	}
 	f := newFragment()
@@ -723,6 +879,11 @@ func (p *Projection) render(panels, showAuthor bool) (string, error) {
 	}
 	if p.meter != nil {
 		if err := f.upsert(ParentChatHead, ContextMeter(*p.meter)); err != nil {
+			return "", err
+		}
+	}
+	if p.footer != nil {
+		if err := f.upsert(ParentFooter, SessionFooter(*p.footer)); err != nil {
 			return "", err
 		}
 	}

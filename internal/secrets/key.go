@@ -1,7 +1,9 @@
 package secrets
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -234,4 +236,13 @@ func syncDir(dir string) error {
 		return err // EINVAL: a file system without directory sync
 	}
 	return nil
+}
+
+// Derive returns a 32-byte subkey of k for one purpose (HMAC-SHA256 of the
+// purpose under k), so the key that seals route API keys is never used
+// as is for anything else.
+func (k Key) Derive(purpose string) []byte {
+	m := hmac.New(sha256.New, k.b[:])
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }

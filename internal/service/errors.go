@@ -122,9 +122,11 @@ func AsError(err error) *Error {
 	var no *driver.NotOwnerError
 	switch {
 	case errors.As(err, &no):
-		// Forwarding to the owner comes later (issue 16, C): for now the
-		// client learns where the session runs and may retry.
+		// The edges forward such a request to the owner (ws, web); this is
+		// the answer when they could not.
 		return wrap(CodeUnavailable, "the session runs on another replica ("+no.Owner+"); try again there or later", err)
+	case errors.Is(err, driver.ErrUnreachable):
+		return wrap(CodeUnavailable, "this replica cannot reach the session's workspace; try another", err)
 	case errors.As(err, &rl):
 		return wrap(CodeRateLimited, "too many attempts", err)
 	case errors.As(err, &in):
@@ -151,6 +153,8 @@ func AsError(err error) *Error {
 		return wrap(CodeBadRequest, "unknown provider", err)
 	case errors.Is(err, driver.ErrInvalidMode):
 		return wrap(CodeBadRequest, "invalid permission mode", err)
+	case errors.Is(err, driver.ErrInvalidEffort):
+		return wrap(CodeBadRequest, "invalid reasoning effort", err)
 	case errors.Is(err, driver.ErrBusy), errors.Is(err, driver.ErrNotIdleForTask):
 		return wrap(CodeBusy, "the agent is busy", err)
 	case errors.Is(err, driver.ErrDuplicateID):
@@ -169,4 +173,14 @@ func AsError(err error) *Error {
 		return wrap(CodeUnavailable, "request cancelled or timed out", err)
 	}
 	return wrap(CodeInternal, "internal error", err)
+}
+
+// OwnerAddr reports whether err says the session runs on another replica,
+// and that replica's advertised address (for forwarding the request).
+func OwnerAddr(err error) (string, bool) {
+	var no *driver.NotOwnerError
+	if !errors.As(err, &no) || no.Addr == "" {
+		return "", false
+	}
+	return no.Addr, true
 }

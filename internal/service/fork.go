@@ -6,7 +6,9 @@ import (
 	"github.com/google/uuid"
 
 	"harness/internal/auth"
+	"harness/internal/llm"
 	"harness/internal/models"
+	"harness/internal/session"
 	"harness/internal/workspace"
 )
 
@@ -46,6 +48,7 @@ func (s *Service) Fork(ctx context.Context, a *auth.Actor, id string, atSeq *int
 		WorkspaceKind: string(workspace.KindFork), WorkspaceSource: id,
 		Provider: parent.Provider, Model: parent.Model, Mode: string(parent.Mode),
 		ParentID: id, ForkSeq: int64(len(seed)) - 1, SeedLength: int64(len(seed)),
+		Effort: string(seedEffort(seed)),
 	}
 	if err := s.newSession(ctx, row, seed); err != nil {
 		return Session{}, err
@@ -54,4 +57,18 @@ func (s *Service) Fork(ctx context.Context, a *auth.Actor, id string, atSeq *int
 	s.log.InfoContext(ctx, "session forked", "session", childID, "parent", id, "at", row.ForkSeq, "owner", a.UserID)
 	s.emit(Change{Kind: ChangeUpdated, Session: childID})
 	return s.get(ctx, childID, auth.SessionRoleOwner)
+}
+
+// seedEffort is the reasoning effort the seed's log chose last (the child's
+// log goes on with it), "" when none.
+func seedEffort(seed []session.Event) llm.Effort {
+	for i := len(seed) - 1; i >= 0; i-- {
+		if seed[i].Type == session.TypeEffortSelected {
+			if e, err := session.Decode[session.EffortSelected](seed[i]); err == nil {
+				return e.Effort
+			}
+			return ""
+		}
+	}
+	return ""
 }

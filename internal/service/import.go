@@ -108,6 +108,9 @@ func importLog(row *models.Session, res *importer.Result, actor *session.Actor) 
 	}
 	row.SeedLength = l.Header().SeedLength
 	st := l.State()
+	if st.Effort != nil {
+		row.Effort = string(st.Effort.Effort)
+	}
 	if res.Title == "" {
 		if _, err := l.Append(session.TypeSessionTitle, session.SessionTitle{Title: row.Title, Source: session.TitleFallback}); err != nil {
 			return nil, err

@@ -334,7 +334,7 @@ func (s *Service) read(ctx context.Context, id string, role auth.SessionRole, lo
 func (s *Service) rowOf(row *models.Session, role auth.SessionRole) SessionRow {
 	r := SessionRow{
 		ID: row.ID, Title: row.Title, OwnerID: row.OwnerID, ParentID: row.ParentID,
-		Mode: orAsk(session.PermissionMode(row.Mode)), Archived: row.Archived,
+		Mode: orAsk(session.PermissionMode(row.Mode)), Effort: llm.Effort(row.Effort), Archived: row.Archived,
 		Status: driver.StatusIdle, Head: row.Head, Role: role,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 		Workspace: workspaceInfo(row),
@@ -345,6 +345,9 @@ func (s *Service) rowOf(row *models.Session, role auth.SessionRole) SessionRow {
 		r.Head = ag.Log().Len() - 1
 		st := ag.Log().State()
 		r.Mode = st.Mode
+		if st.Effort != nil {
+			r.Effort = st.Effort.Effort
+		}
 		if st.Title != "" {
 			r.Title = st.Title
 		}
@@ -357,16 +360,16 @@ func (s *Service) rowOf(row *models.Session, role auth.SessionRole) SessionRow {
 }
 
 // UpdateSession applies a patch: title and archived need manage rights,
-// mode and route write rights.
+// mode, route and effort write rights.
 func (s *Service) UpdateSession(ctx context.Context, a *auth.Actor, id string, p Patch) (Session, error) {
-	if p.Title == nil && p.Archived == nil && p.Mode == nil && p.Provider == nil && p.Model == nil && p.Network == nil {
+	if p.Title == nil && p.Archived == nil && p.Mode == nil && p.Provider == nil && p.Model == nil && p.Effort == nil && p.Network == nil {
 		return Session{}, Errorf(CodeBadRequest, "nothing to change")
 	}
 	if p.Network != nil {
 		if err := s.SetNetwork(ctx, a, id, *p.Network); err != nil {
 			return Session{}, err
 		}
-		if p.Title == nil && p.Archived == nil && p.Mode == nil && p.Provider == nil && p.Model == nil {
+		if p.Title == nil && p.Archived == nil && p.Mode == nil && p.Provider == nil && p.Model == nil && p.Effort == nil {
 			role, err := s.Authorize(ctx, a, id, auth.ActionRead)
 			if err != nil {
 				return Session{}, err
@@ -396,6 +399,13 @@ func (s *Service) UpdateSession(ctx context.Context, a *auth.Actor, id string, p
 			return Session{}, err
 		}
 	}
+	if p.Effort != nil {
+		// Checked against the model the patch ends on, before anything
+		// changes: a refused effort leaves the route as it was.
+		if err := s.checkPatchEffort(ctx, id, role, p); err != nil {
+			return Session{}, err
+		}
+	}
 	if p.Mode != nil {
 		if err := s.setMode(ctx, a, id, *p.Mode); err != nil {
 			return Session{}, err
@@ -403,6 +413,12 @@ func (s *Service) UpdateSession(ctx context.Context, a *auth.Actor, id string, p
 	}
 	if p.Provider != nil || p.Model != nil {
 		if err := s.setModel(ctx, a, id, deref(p.Provider), deref(p.Model)); err != nil {
+			return Session{}, err
+		}
+	}
+	// After the route: the effort is checked against the new model.
+	if p.Effort != nil {
+		if err := s.setEffort(ctx, a, id, *p.Effort); err != nil {
 			return Session{}, err
 		}
 	}

@@ -23,19 +23,21 @@ const (
 
 // SessionRow is a session as a list (and the sidebar) shows it.
 type SessionRow struct {
-	ID        string                 `json:"id"`
-	Title     string                 `json:"title"`
-	OwnerID   string                 `json:"ownerId"`
-	ParentID  string                 `json:"parentId,omitempty"`
-	Provider  string                 `json:"provider"`
-	Model     string                 `json:"model"`
-	Mode      session.PermissionMode `json:"mode"`
-	Archived  bool                   `json:"archived"`
-	Status    driver.Status          `json:"status"`
-	Head      int64                  `json:"head"`
-	Role      auth.SessionRole       `json:"role"`
-	CreatedAt time.Time              `json:"createdAt"`
-	UpdatedAt time.Time              `json:"updatedAt"`
+	ID       string                 `json:"id"`
+	Title    string                 `json:"title"`
+	OwnerID  string                 `json:"ownerId"`
+	ParentID string                 `json:"parentId,omitempty"`
+	Provider string                 `json:"provider"`
+	Model    string                 `json:"model"`
+	Mode     session.PermissionMode `json:"mode"`
+	// Effort is the chosen reasoning effort; absent: the model's default.
+	Effort    llm.Effort       `json:"effort,omitempty"`
+	Archived  bool             `json:"archived"`
+	Status    driver.Status    `json:"status"`
+	Head      int64            `json:"head"`
+	Role      auth.SessionRole `json:"role"`
+	CreatedAt time.Time        `json:"createdAt"`
+	UpdatedAt time.Time        `json:"updatedAt"`
 	// Workspace is where the session's tools work.
 	Workspace WorkspaceInfo `json:"workspace"`
 }
@@ -151,6 +153,8 @@ type Patch struct {
 	Mode     *session.PermissionMode `json:"mode,omitempty"`
 	Provider *string                 `json:"provider,omitempty"`
 	Model    *string                 `json:"model,omitempty"`
+	// Effort sets the reasoning effort ("": the model's default).
+	Effort *llm.Effort `json:"effort,omitempty"`
 	// Network lets the session's tools use the network; admins only.
 	Network *bool `json:"network,omitempty"`
 }

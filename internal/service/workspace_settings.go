@@ -12,6 +12,7 @@ import (
 	"harness/internal/auth"
 	"harness/internal/models"
 	"harness/internal/sandbox"
+	"harness/internal/tools/builtin"
 	"harness/internal/workspace"
 )
 
@@ -24,6 +25,8 @@ type WorkspaceSettings interface {
 	SaveGitHosts(ctx context.Context, hosts []string) error
 	RouteNetwork(ctx context.Context) (map[string]bool, error)
 	SaveRouteNetwork(ctx context.Context, routes map[string]bool) error
+	FetchHosts(ctx context.Context) ([]string, error)
+	SaveFetchHosts(ctx context.Context, hosts []string) error
 }
 
 // SandboxSettings is what the Settings page shows of the sandbox and the
@@ -40,6 +43,10 @@ type SandboxSettings struct {
 	// RouteNetwork says which model routes give their sessions' tools the
 	// network.
 	RouteNetwork map[string]bool `json:"routeNetwork"`
+	// FetchHosts is web_fetch's allow-list set in Settings; ConfigFetchHosts
+	// the entries from the configuration (read-only here).
+	FetchHosts       []string `json:"fetchHosts"`
+	ConfigFetchHosts []string `json:"configFetchHosts"`
 	// ForkCopyMax is the fork copy cap in bytes.
 	ForkCopyMax int64 `json:"forkCopyMax"`
 }
@@ -88,6 +95,18 @@ func (s *Service) SandboxSettings(ctx context.Context, a *auth.Actor) (SandboxSe
 	}
 	if out.RouteNetwork, err = s.settings.RouteNetwork(ctx); err != nil {
 		return out, s.fail(ctx, "route network", err)
+	}
+	allFetch, err := s.ws.AllFetchHosts(ctx)
+	if err != nil {
+		return out, s.fail(ctx, "fetch hosts", err)
+	}
+	if out.FetchHosts, err = s.settings.FetchHosts(ctx); err != nil {
+		return out, s.fail(ctx, "fetch hosts", err)
+	}
+	for _, h := range allFetch {
+		if !slices.Contains(out.FetchHosts, h) {
+			out.ConfigFetchHosts = append(out.ConfigFetchHosts, h)
+		}
 	}
 	return out, nil
 }
@@ -182,6 +201,33 @@ func (s *Service) SetGitHosts(ctx context.Context, a *auth.Actor, hosts []string
 	return nil
 }
 
+// SetFetchHosts replaces web_fetch's allow-list in Settings: hosts it may
+// reach also at loopback, private and link-local addresses (host,
+// host:port, *.domain or an IP address). Public hosts need no entry.
+func (s *Service) SetFetchHosts(ctx context.Context, a *auth.Actor, hosts []string) error {
+	if err := requireAdmin(a); err != nil {
+		return err
+	}
+	var out []string
+	for _, h := range hosts {
+		if strings.TrimSpace(h) == "" {
+			continue
+		}
+		n, err := builtin.ParseFetchHost(h)
+		if err != nil {
+			return Errorf(CodeBadRequest, "%v", err)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if err := s.settings.SaveFetchHosts(ctx, out); err != nil {
+		return s.fail(ctx, "fetch hosts", err)
+	}
+	s.log.InfoContext(ctx, "web fetch hosts changed", "hosts", out, "by", a.UserID)
+	return nil
+}
+
 // SetRouteNetwork lets the tools of sessions using a model route use the
 // network (or stops them).
 func (s *Service) SetRouteNetwork(ctx context.Context, a *auth.Actor, route string, on bool) error {
@@ -214,6 +260,7 @@ type memSettings struct {
 	roots  []models.RootSetting
 	hosts  []string
 	routes map[string]bool
+	fetch  []string
 }
 
 func (m *memSettings) WorkspaceRoots(context.Context) ([]models.RootSetting, error) {
@@ -252,5 +299,18 @@ func (m *memSettings) SaveRouteNetwork(_ context.Context, r map[string]bool) err
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.routes = maps.Clone(r)
+	return nil
+}
+
+func (m *memSettings) FetchHosts(context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.fetch), nil
+}
+
+func (m *memSettings) SaveFetchHosts(_ context.Context, h []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fetch = slices.Clone(h)
 	return nil
 }

@@ -193,3 +193,24 @@ func (l *Log) AppendGroup(build func(next int64) ([]Draft, error)) ([]Event, err
 	l.publishAndUnlock()
 	return out, err
 }
+
+// Ingest appends an event another process already stored, keeping its seq
+// and time: a replica that follows a session owned elsewhere mirrors the
+// stored log this way. The seq must be the log's next; the event is
+// validated as Load validates a stored one (trusted: its Data was checked
+// when first appended) and published to subscribers like an append.
+func (l *Log) Ingest(ev Event) error {
+	l.mu.Lock()
+	if want := int64(len(l.records)); ev.Seq != want {
+		l.mu.Unlock()
+		return errorf(CodeNotContiguous, "not contiguous: expected seq %d, got seq %d", want, ev.Seq)
+	}
+	a, err := l.admit(ev.clone(), true)
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	l.apply(a)
+	l.publishAndUnlock()
+	return nil
+}

@@ -65,6 +65,8 @@ func payloadType(t Type) reflect.Type {
 		return reflect.TypeFor[PermissionModeSet]()
 	case TypeModelSelected:
 		return reflect.TypeFor[ModelSelected]()
+	case TypeEffortSelected:
+		return reflect.TypeFor[EffortSelected]()
 	case TypeQuestionAsked:
 		return reflect.TypeFor[QuestionAsked]()
 	case TypeQuestionAnswered:
@@ -104,7 +106,7 @@ func folded(t Type) bool {
 	case TypeTurnStart, TypeTurnEnd, TypeStepStart, TypeStepEnd,
 		TypeUserMessage, TypeAssistantMessage, TypeToolResult,
 		TypeTodoWrite, TypeRequestHeader, TypePermissionMode,
-		TypeModelSelected, TypeSessionTitle,
+		TypeModelSelected, TypeEffortSelected, TypeSessionTitle,
 		TypeApprovalDecided, TypeApprovalRevoked:
 		return true
 	}

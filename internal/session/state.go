@@ -10,8 +10,10 @@ type State struct {
 	StepOpen bool           `json:"stepOpen"`
 	Mode     PermissionMode `json:"mode"`            // last permission/mode (default ModeAsk)
 	Model    *ModelSelected `json:"model,omitempty"` // last model/selected, nil if none
-	Title    string         `json:"title,omitempty"` // last session/title
-	Todos    []Todo         `json:"todos,omitempty"` // last todo/write
+	// Effort is the last model/effort, nil if none.
+	Effort *EffortSelected `json:"effort,omitempty"`
+	Title  string          `json:"title,omitempty"` // last session/title
+	Todos  []Todo          `json:"todos,omitempty"` // last todo/write
 	// AllowedTools are the tools allowed for the rest of the session
 	// (approval/decided allowed-session, minus later approval/revoked),
 	// sorted; nil when none.
@@ -51,6 +53,9 @@ func (f *fold) apply(ev Event, payload any) {
 	case TypeModelSelected:
 		m := *payload.(*ModelSelected)
 		s.Model = &m
+	case TypeEffortSelected:
+		e := *payload.(*EffortSelected)
+		s.Effort = &e
 	case TypeSessionTitle:
 		s.Title = payload.(*SessionTitle).Title
 	case TypeTodoWrite:
@@ -90,6 +95,14 @@ func (l *Log) State() State {
 			m.By = &by
 		}
 		s.Model = &m
+	}
+	if s.Effort != nil {
+		e := *s.Effort
+		if e.By != nil {
+			by := *e.By
+			e.By = &by
+		}
+		s.Effort = &e
 	}
 	return s
 }

@@ -53,7 +53,7 @@ var KnownTypes = map[Type]bool{
 	TypeQuestionAsked: true, TypeQuestionAnswered: true,
 	TypeCompactionStart: true, TypeCompactionSum: true, TypeCompactionPrune: true,
 	TypeCompactionEnd: true, TypeSessionTitle: true,
-	TypeWorkspaceReady: true, TypeWorkspaceFailed: true,
+	TypeWorkspaceReady: true, TypeWorkspaceFailed: true, TypeEffortSelected: true,
 }
 
 // IsSurface reports whether events of type t carry a surface op.

@@ -1,11 +1,13 @@
 package testkit
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"harness/client"
 	"harness/internal/models"
 	"harness/internal/session"
 )
@@ -94,4 +96,20 @@ func Find[T any](t testing.TB, events []session.Event, typ session.Type) []T {
 		}
 	}
 	return out
+}
+
+// SameStream reports how a client's stream of events differs from the
+// stored log (nil when it holds the same events, in order, each once, with
+// the same seq, type, time and data).
+func SameStream(got, want []client.Event) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d events, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Seq != w.Seq || g.Type != w.Type || g.Time != w.Time || !bytes.Equal(g.Data, w.Data) {
+			return fmt.Errorf("event %d: got seq %d %s, want seq %d %s", i, g.Seq, g.Type, w.Seq, w.Type)
+		}
+	}
+	return nil
 }

@@ -64,6 +64,9 @@ type StackOptions struct {
 	// the app.
 	WorkspaceRoots []workspace.Root
 	GitHosts       []string
+	// FetchHosts is web_fetch's configured allow-list; Settings may add to
+	// it, as in the app.
+	FetchHosts []string
 	// ForkCopyMax caps what a fork copies [config.DefaultForkCopyMax];
 	// negative means forks never copy.
 	ForkCopyMax int64
@@ -141,7 +144,7 @@ func NewStack(t testing.TB, o StackOptions) *Stack {
 	s.Tools = tools.NewRegistry()
 	if o.Tools != nil {
 		o.Tools(s.Tools)
-	} else if err := builtin.Register(s.Tools, builtin.Options{}); err != nil {
+	} else if err := builtin.Register(s.Tools, builtin.Options{WebFetch: builtin.WebFetchOptions{Hosts: s.Workspaces.AllFetchHosts}}); err != nil {
 		t.Fatalf("tools: %v", err)
 	}
 	if o.Compaction != nil {
@@ -181,6 +184,7 @@ func (s *Stack) buildWorkspaces() {
 		GitHosts:    s.gitHosts,
 		InUse:       s.Store.WorkspaceInUse,
 		Network:     s.sessionNetwork,
+		FetchHosts:  s.fetchHosts,
 		ForkCopyMax: fork,
 	})
 	if err != nil {
@@ -202,6 +206,15 @@ func (s *Stack) workspaceRoots(ctx context.Context) ([]workspace.Root, error) {
 		out = append(out, workspace.Root{Path: r.Path, Users: r.Users, Shared: r.Shared, Source: "settings"})
 	}
 	return out, nil
+}
+
+// fetchHosts is web_fetch's allow-list: the options', then Settings'.
+func (s *Stack) fetchHosts(ctx context.Context) ([]string, error) {
+	stored, err := s.Settings.FetchHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(slices.Clone(s.opts.FetchHosts), stored...), nil
 }
 
 func (s *Stack) gitHosts(ctx context.Context) ([]string, error) {
@@ -272,7 +285,7 @@ func (s *Stack) buildProviders() {
 // start builds a manager (compaction installed when asked) and a service
 // over it.
 func (s *Stack) start() {
-	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces}
+	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces, Network: s.Workspaces.Network}
 	if s.opts.Plain {
 		mopts.Confiner = workspace.Plain{Sandbox: s.Sandbox}
 	}

@@ -32,6 +32,10 @@ type Env interface {
 	// starts nothing. An error wrapping sandbox.ErrUnavailable means tool
 	// processes are refused on this server.
 	Command(ctx context.Context, p Process) (*exec.Cmd, error)
+	// Network reports whether the session's network policy (set by an
+	// admin, off by default) lets its tools reach the network; errors read
+	// as no.
+	Network(ctx context.Context) bool
 }
 
 // Call is one tool call as the pipeline and the body see it.

@@ -29,6 +29,11 @@ const (
 	AccessWrite    Access = "write"    // changes files
 	AccessExec     Access = "exec"     // runs programs
 	AccessInteract Access = "interact" // talks to the user; always allowed
+	// AccessNetwork reaches other hosts from the server process (web_fetch).
+	// It is gated like write and exec: a call can carry what the model read
+	// out of the workspace to any host, so in ask mode a person sees the URL
+	// first, and read-only mode refuses it.
+	AccessNetwork Access = "network"
 )
 
 // Definition is one tool. Only Name, Description and Parameters reach the

@@ -93,6 +93,7 @@ func (r *recorder) emits(t session.Type) []record {
 type fakeEnv struct {
 	ws      string
 	mode    session.PermissionMode
+	network bool // the session's network policy
 	rec     *recorder
 	approve func(ctx context.Context, call *Call, reason string) session.ApprovalOutcome
 	ask     func(ctx context.Context, call *Call, qs []session.Question) ([]session.Answer, error)
@@ -137,6 +138,7 @@ func (e *fakeEnv) Command(_ context.Context, p Process) (*exec.Cmd, error) {
 
 func (e *fakeEnv) Workspace() string                      { return e.ws }
 func (e *fakeEnv) PermissionMode() session.PermissionMode { return e.mode }
+func (e *fakeEnv) Network(context.Context) bool           { return e.network }
 
 func (e *fakeEnv) Emit(ctx context.Context, t session.Type, data any) error {
 	if e.emitErr != nil {

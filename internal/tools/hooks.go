@@ -60,8 +60,9 @@ type Guard func(ctx context.Context, call *Call) (denyReason string)
 type ExecuteHook func(ctx context.Context, call *Call, next func(context.Context) (Result, error)) (Result, error)
 
 // PermissionHook enforces the session's permission mode: read and interact
-// tools are always allowed; write and exec tools (and tools of unknown
-// access, failing closed) are denied in read-only mode, need approval in ask
+// tools are always allowed; network tools are denied while the session's
+// network policy is off; write, exec and network tools (and tools of
+// unknown access, failing closed) are denied in read-only mode, need approval in ask
 // mode (the default), and run freely in auto mode. Later hooks run first, so
 // their denials stand.
 func PermissionHook() PreHook {
@@ -72,6 +73,11 @@ func PermissionHook() PreHook {
 		}
 		if call.Access == AccessRead || call.Access == AccessInteract {
 			return d
+		}
+		// Nobody is asked to approve a call the network policy refuses.
+		if call.Access == AccessNetwork && (call.Env == nil || !call.Env.Network(ctx)) {
+			return PreDecision{Kind: PreDeny, Reason: fmt.Sprintf(
+				"the network is off for this session, so %q cannot run; an admin can turn it on for the session or its model route", call.Name)}
 		}
 		mode := session.ModeAsk
 		if call.Env != nil && call.Env.PermissionMode() != "" {

@@ -16,4 +16,8 @@ type Process struct {
 	Dir string
 	// ReadOnlyWorkspace mounts the workspace read-only (searches).
 	ReadOnlyWorkspace bool
+	// ReadOnly are extra absolute host paths the process may read and
+	// execute besides the system (an admin-configured MCP server's
+	// installation).
+	ReadOnly []string
 }

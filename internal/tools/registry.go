@@ -42,7 +42,7 @@ func newLazyEntry(d Definition) (*entry, error) {
 		return nil, fmt.Errorf("tool %q: Execute is nil", d.Name)
 	}
 	switch d.Access {
-	case AccessRead, AccessWrite, AccessExec, AccessInteract:
+	case AccessRead, AccessWrite, AccessExec, AccessInteract, AccessNetwork:
 	default:
 		return nil, fmt.Errorf("tool %q: unknown access %q", d.Name, d.Access)
 	}

@@ -164,18 +164,26 @@ func TestPermissionModes(t *testing.T) {
 		ran      bool
 		approval bool
 		mention  string
+		offline  bool // the session's network is off
 	}{
-		{session.ModeReadOnly, AccessRead, true, false, ""},
-		{session.ModeReadOnly, AccessInteract, true, false, ""},
-		{session.ModeReadOnly, AccessWrite, false, false, "read-only mode"},
-		{session.ModeReadOnly, AccessExec, false, false, "read-only mode"},
-		{session.ModeAsk, AccessRead, true, false, ""},
-		{session.ModeAsk, AccessInteract, true, false, ""},
-		{session.ModeAsk, AccessWrite, true, true, ""},
-		{session.ModeAsk, AccessExec, true, true, ""},
-		{"", AccessExec, true, true, ""}, // no mode recorded: ask
-		{session.ModeAuto, AccessWrite, true, false, ""},
-		{session.ModeAuto, AccessExec, true, false, ""},
+		{session.ModeReadOnly, AccessRead, true, false, "", false},
+		{session.ModeReadOnly, AccessInteract, true, false, "", false},
+		{session.ModeReadOnly, AccessWrite, false, false, "read-only mode", false},
+		{session.ModeReadOnly, AccessExec, false, false, "read-only mode", false},
+		{session.ModeReadOnly, AccessNetwork, false, false, "read-only mode", false},
+		{session.ModeAsk, AccessRead, true, false, "", false},
+		{session.ModeAsk, AccessInteract, true, false, "", false},
+		{session.ModeAsk, AccessWrite, true, true, "", false},
+		{session.ModeAsk, AccessExec, true, true, "", false},
+		{session.ModeAsk, AccessNetwork, true, true, "", false},
+		{"", AccessExec, true, true, "", false}, // no mode recorded: ask
+		{session.ModeAuto, AccessWrite, true, false, "", false},
+		{session.ModeAuto, AccessExec, true, false, "", false},
+		{session.ModeAuto, AccessNetwork, true, false, "", false},
+		// Network off: denied without asking anyone, in every mode.
+		{session.ModeAsk, AccessNetwork, false, false, "network is off", true},
+		{session.ModeAuto, AccessNetwork, false, false, "network is off", true},
+		{session.ModeAsk, AccessExec, true, true, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.mode)+"/"+string(tt.access), func(t *testing.T) {
@@ -186,6 +194,7 @@ func TestPermissionModes(t *testing.T) {
 			p.Pre = []PreHook{PermissionHook()}
 			env := newFakeEnv(t.TempDir())
 			env.mode = tt.mode
+			env.network = !tt.offline
 			env.approve = func(context.Context, *Call, string) session.ApprovalOutcome { return session.ApprovalAllowedOnce }
 			if _, err := p.Run(context.Background(), []llm.ContentBlock{tc("c1", "t", "")}, 1, 1, env, newFakeSink(env.rec)); err != nil {
 				t.Fatal(err)

@@ -20,6 +20,9 @@ func (s *Server) apiRoutes() {
 	// Middleware per route rather than a group: a group would also claim
 	// every unknown /api path.
 	g := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser, limitBody(maxAPIBody)}}
+	// Commands run on the session's owner: forwarded there when another
+	// replica owns it (forward.go).
+	cmd := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser, limitBody(maxAPIBody), s.toOwner}}
 	g.GET("/providers", s.apiProviders)
 	g.GET("/sandbox", s.apiSandbox)
 	g.GET("/workspace/roots", s.apiWorkspaceRoots)
@@ -29,7 +32,7 @@ func (s *Server) apiRoutes() {
 	s.e.POST("/api/sessions/import", s.apiImport, s.RequireUser, limitBody(maxImportBody))
 	g.GET("/sessions", s.apiListSessions)
 	g.GET("/sessions/:id", s.apiGetSession)
-	g.PATCH("/sessions/:id", s.apiPatchSession)
+	cmd.PATCH("/sessions/:id", s.apiPatchSession)
 	g.DELETE("/sessions/:id", s.apiDeleteSession)
 	g.GET("/sessions/:id/events", s.apiEvents)
 	g.GET("/sessions/:id/export", s.apiExport)
@@ -38,17 +41,17 @@ func (s *Server) apiRoutes() {
 	g.GET("/sessions/:id/files/download", s.downloadFile)
 	g.POST("/sessions/:id/fork", s.apiFork)
 
-	g.POST("/sessions/:id/messages", s.apiSendMessage)
-	g.POST("/sessions/:id/cancel", s.apiCancel)
-	g.POST("/sessions/:id/compact", s.apiCompact)
-	g.POST("/sessions/:id/approvals/:aid", s.apiApprove)
-	g.DELETE("/sessions/:id/approvals/tools/:tool", s.apiRevokeTool)
-	g.POST("/sessions/:id/questions/:qid", s.apiAnswer)
-	g.PATCH("/sessions/:id/queue/:item", s.apiEditQueueItem)
-	g.DELETE("/sessions/:id/queue/:item", s.apiRemoveQueueItem)
-	g.POST("/sessions/:id/queue/:item/steer", s.apiSteerQueueItem)
-	g.POST("/sessions/:id/queue/run", s.apiRunQueue)
-	g.DELETE("/sessions/:id/queue", s.apiClearQueue)
+	cmd.POST("/sessions/:id/messages", s.apiSendMessage)
+	cmd.POST("/sessions/:id/cancel", s.apiCancel)
+	cmd.POST("/sessions/:id/compact", s.apiCompact)
+	cmd.POST("/sessions/:id/approvals/:aid", s.apiApprove)
+	cmd.DELETE("/sessions/:id/approvals/tools/:tool", s.apiRevokeTool)
+	cmd.POST("/sessions/:id/questions/:qid", s.apiAnswer)
+	cmd.PATCH("/sessions/:id/queue/:item", s.apiEditQueueItem)
+	cmd.DELETE("/sessions/:id/queue/:item", s.apiRemoveQueueItem)
+	cmd.POST("/sessions/:id/queue/:item/steer", s.apiSteerQueueItem)
+	cmd.POST("/sessions/:id/queue/run", s.apiRunQueue)
+	cmd.DELETE("/sessions/:id/queue", s.apiClearQueue)
 
 	g.GET("/sessions/:id/members", s.apiMembers)
 	g.POST("/sessions/:id/members", s.apiAddMember)

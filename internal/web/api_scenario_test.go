@@ -86,6 +86,7 @@ var sessionRESTRows = []scenarioRow{
 	{Name: "DELETE queue item", Method: http.MethodDelete, Path: "/api/sessions/{session}/queue/nope", Want: wantWrite(404)},
 	{Name: "POST queue item steer", Method: http.MethodPost, Path: "/api/sessions/{session}/queue/nope/steer", Want: wantWrite(404)},
 	{Name: "PATCH mode", Method: http.MethodPatch, Path: "/api/sessions/{session}", JSON: map[string]string{"mode": "ask"}, Mutates: true, Want: wantWrite(200)},
+	{Name: "PATCH effort", Method: http.MethodPatch, Path: "/api/sessions/{session}", JSON: map[string]string{"effort": "high"}, Mutates: true, Want: wantWrite(200)},
 	{Name: "PATCH title", Method: http.MethodPatch, Path: "/api/sessions/{session}", JSON: map[string]string{"title": "renamed"}, Mutates: true, Want: wantManage(200)},
 	{Name: "PATCH archived", Method: http.MethodPatch, Path: "/api/sessions/{session}", JSON: map[string]bool{"archived": false}, Mutates: true, Want: wantManage(200)},
 	// Forking needs read access by a real user: viewers may fork.
@@ -181,6 +182,7 @@ var wsRows = func() []scenarioRow {
 		row("answer", map[string]any{"op": "answer", "question": "nope", "answers": []map[string]any{{"id": "q1", "selected": []string{"yes"}}}}, wantWrite(409), false),
 		row("set_mode", map[string]any{"op": "set_mode", "mode": "ask"}, wantWrite(200), true),
 		row("set_model", map[string]any{"op": "set_model", "provider": "demo"}, wantWrite(200), true),
+		row("set_effort", map[string]any{"op": "set_effort", "effort": "high"}, wantWrite(200), true),
 	}
 	sub := row("subscribe (token)", map[string]any{"op": "subscribe"}, wantSubscribe, false)
 	sub.Auth = viaBearer

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"harness/internal/auth"
 	"harness/internal/service"
 )
 
@@ -86,9 +87,14 @@ func (s *Server) apiEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id := c.Param("id")
+	return s.writeEvents(c, ActorFrom(c), c.Param("id"), since, limit)
+}
+
+// writeEvents answers an events page of session id for a (the REST API,
+// and a share link's page route: the timeline panel reads it).
+func (s *Server) writeEvents(c echo.Context, a *auth.Actor, id string, since, limit int64) error {
 	started := false
-	err = s.svc.WriteEvents(c.Request().Context(), ActorFrom(c), id, since, int(limit), func() io.Writer {
+	err := s.svc.WriteEvents(c.Request().Context(), a, id, since, int(limit), func() io.Writer {
 		started = true
 		h := c.Response().Header()
 		h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
@@ -102,10 +108,7 @@ func (s *Server) apiEvents(c echo.Context) error {
 		s.log.Error("events page failed mid-stream", "session", id, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	if err != nil {
-		return err
-	}
-	return nil
+	return err
 }
 
 // GET /api/sessions/:id/export → the log as JSON lines.

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -26,7 +27,35 @@ func (s *Server) handleError(err error, c echo.Context) {
 		_ = c.JSON(status, map[string]*service.Error{"error": e})
 		return
 	}
-	_ = s.errorPage(c, status, http.StatusText(status), e.Message)
+	title, msg := errorTexts(status, e.Message)
+	_ = s.errorPage(c, status, title, msg)
+}
+
+// errorTexts are the error page's heading and message: the status in words
+// and the error's message, said once. A message that only repeats the
+// status (echo's "Not Found") is dropped, and one that already says it
+// ("Session not found") becomes the heading.
+func errorTexts(status int, msg string) (title, text string) {
+	title = sentenceCase(http.StatusText(status))
+	short := strings.TrimSuffix(msg, ".")
+	switch {
+	case strings.EqualFold(short, title):
+		msg = ""
+	case len(short) <= 60 && strings.Contains(strings.ToLower(short), strings.ToLower(title)):
+		return short, ""
+	}
+	if msg == "" && status == http.StatusNotFound {
+		msg = "There is no page at this address."
+	}
+	return title, msg
+}
+
+// sentenceCase writes "Not Found" as "Not found".
+func sentenceCase(s string) string {
+	if s == "" {
+		return s
+	}
+	return s[:1] + strings.ToLower(s[1:])
 }
 
 // classify maps any error to what the client sees and its HTTP status: a

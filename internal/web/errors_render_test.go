@@ -30,7 +30,7 @@ func TestErrorRendering(t *testing.T) {
 		wantType     string
 		wantBody     string
 	}{
-		{"/no-such-page", "text/html", 404, "text/html", "<title>Not Found"},
+		{"/no-such-page", "text/html", 404, "text/html", "<title>Not found"},
 		{"/api/no-such-route", "", 404, "application/json", `"code":"not_found"`},
 		{"/no-such-page", "application/json", 404, "application/json", `"code":"not_found"`},
 		{"/ws", "", 404, "application/json", `"code":"not_found"`}, // no hub in this server
@@ -107,15 +107,54 @@ func TestBareErrorsAnswerTheirCode(t *testing.T) {
 		if res.StatusCode != tt.status || got.Error.Code != tt.code || got.Error.Message != tt.message || strings.Contains(body, leak) {
 			t.Errorf("%s: %d %s, want %d {%s %q}", tt.kind, res.StatusCode, body, tt.status, tt.code, tt.message)
 		}
-		// A browser gets the error page with the same status.
+		// A browser gets the error page with the same status (a message
+		// that only names the status is its heading, in sentence case).
 		req, _ = http.NewRequestWithContext(t.Context(), http.MethodGet, env.URL+"/test/fail/"+tt.kind, nil)
 		req.Header.Set("Accept", "text/html")
 		res, body = env.do(t, req)
-		if res.StatusCode != tt.status || !strings.Contains(body, html.EscapeString(tt.message)) || strings.Contains(body, leak) {
+		if res.StatusCode != tt.status || !strings.Contains(strings.ToLower(body), strings.ToLower(html.EscapeString(tt.message))) || strings.Contains(body, leak) {
 			t.Errorf("%s page: %d %q, want %d with %q", tt.kind, res.StatusCode, body, tt.status, tt.message)
 		}
 	}
 	if !strings.Contains(env.Logs.String(), leak) {
 		t.Error("the cause of a 500 was not logged")
+	}
+}
+
+// TestErrorPageSaysItOnce: the page of an unknown address says "Not found"
+// once (heading) with a message that does not repeat it; a message that
+// already names the status is the heading; other messages stay below the
+// status in words.
+func TestErrorPageSaysItOnce(t *testing.T) {
+	t.Parallel()
+	env := newScenarioEnv(t, scenarioOptions{Routes: func(_ *scenarioEnv, s *Server) {
+		s.e.GET("/test/gone", func(echo.Context) error { return service.Errorf(service.CodeNotFound, "Turn 9 not found") })
+		s.e.GET("/test/busy", func(echo.Context) error { return service.Errorf(service.CodeBusy, "the agent is busy") })
+	}})
+	tests := []struct {
+		path, heading, message string
+		status                 int
+	}{
+		{"/no-such-page", "Not found", "There is no page at this address.", 404},
+		{"/test/gone", "Turn 9 not found", "", 404},
+		{"/test/busy", "Conflict", "the agent is busy", 409},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, env.URL+tt.path, nil)
+		req.Header.Set("Accept", "text/html")
+		res, body := env.do(t, req)
+		main := body[strings.Index(body, "<main"):]
+		if res.StatusCode != tt.status || !strings.Contains(main, "<h1>"+tt.heading+"</h1>") {
+			t.Errorf("%s: %d, want %d with heading %q: %s", tt.path, res.StatusCode, tt.status, tt.heading, main)
+		}
+		if tt.status == 404 {
+			if n := strings.Count(strings.ToLower(main), "not found"); n != 1 {
+				t.Errorf("%s: the page says \"not found\" %d times: %s", tt.path, n, main)
+			}
+		}
+		hasSub := strings.Contains(main, `class="sub"`)
+		if hasSub != (tt.message != "") || tt.message != "" && !strings.Contains(main, html.EscapeString(tt.message)) {
+			t.Errorf("%s: message %q: %s", tt.path, tt.message, main)
+		}
 	}
 }

@@ -73,11 +73,18 @@ func (s *Server) loginPage(c echo.Context) error {
 	if ActorFrom(c).IsUser() {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
-	return s.renderLogin(c, http.StatusOK, templates.LoginView{Next: next})
+	return s.renderLogin(c, http.StatusOK, templates.LoginView{Next: next, Notice: flash(c)})
 }
 
 func (s *Server) renderLogin(c echo.Context, status int, v templates.LoginView) error {
 	v.CSRF = preLoginToken(c)
+	// A fresh install's login page says how to make the first account
+	// (nobody can sign in yet).
+	setup, err := s.auth.NeedsSetup(c.Request().Context())
+	if err != nil {
+		s.log.WarnContext(c.Request().Context(), "login page: count users", "err", err)
+	}
+	v.Setup = setup
 	return renderComponent(c, status, templates.LoginPage(v))
 }
 

@@ -152,6 +152,7 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 	if tr.Usage != nil {
 		v.ContextUsed = tr.Usage.Total()
 	}
+	v.Figures = s.sessionFigures(ctx, id, v.Head)
 	if sess.Context.Window > 0 {
 		// The meter's fold of the whole log beats the page's last usage
 		// (stale right after a compaction).
@@ -170,10 +171,31 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 	if st, ok := s.svc.SandboxKnown(); ok && !st.Active {
 		v.ToolsRefused = st.Problem
 	}
+	v.Effort = s.effortView(sess.Provider, sess.Model, sess.Effort, v.CanWrite)
 	if v.CanWrite {
 		v.Models = s.modelOptions(sess.Provider + "/" + sess.Model)
 	}
 	return v, nil
+}
+
+// sessionFigures are the footer's figures as of head, the page's last
+// (stored) event: the book folds the stored events it has not seen yet.
+// A failed read logs and shows what was folded.
+func (s *Server) sessionFigures(ctx context.Context, id string, head int64) render.SessionFigures {
+	if head < 0 {
+		return render.SessionFigures{}
+	}
+	book := s.ui.Figures
+	if book == nil {
+		book = render.NewFigureBook(1)
+	}
+	f, err := book.At(ctx, id, head, func(ctx context.Context, from, to int64) ([]session.Event, error) {
+		return s.ui.Store.EventsSince(ctx, id, from-1, int(to-from))
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "chat page: session figures", "session", id, "err", err)
+	}
+	return f
 }
 
 // currentTodos reads the todo list when the newest page did not include the

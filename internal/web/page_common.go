@@ -10,6 +10,7 @@ import (
 
 	"harness/internal/auth"
 	"harness/internal/llm"
+	"harness/internal/render"
 	"harness/internal/routes"
 	"harness/internal/service"
 	"harness/web/templates"
@@ -100,11 +101,13 @@ const (
 	flashRootRemoved     flashKey = "root-removed"
 	flashHostsSaved      flashKey = "hosts-saved"
 	flashNetworkSaved    flashKey = "network-saved"
+	flashFetchHostsSaved flashKey = "fetch-hosts-saved"
 	flashUserCreated     flashKey = "user-created"
 	flashRoleChanged     flashKey = "role-changed"
 	flashUserEnabled     flashKey = "user-enabled"
 	flashUserDisabled    flashKey = "user-disabled"
 	flashPasswordReset   flashKey = "password-reset"
+	flashSetupDone       flashKey = "setup-done"
 )
 
 // flashMessages are the messages of the keys. They name no user or route:
@@ -123,11 +126,13 @@ var flashMessages = map[flashKey]string{
 	flashRootRemoved:     "The workspace root is removed.",
 	flashHostsSaved:      "The clone hosts are saved.",
 	flashNetworkSaved:    "Network access is saved.",
+	flashFetchHostsSaved: "The web fetch hosts are saved.",
 	flashUserCreated:     "User created.",
 	flashRoleChanged:     "Role changed.",
 	flashUserEnabled:     "User enabled.",
 	flashUserDisabled:    "User disabled; their sessions in browsers have ended.",
 	flashPasswordReset:   "Password reset; they must sign in again.",
+	flashSetupDone:       "Setup is already done: an account exists. Sign in.",
 }
 
 // withFlash adds a message's key to a redirect target (none for flashNone).
@@ -160,30 +165,21 @@ func (s *Server) modelOptions(selected string) []templates.ModelOption {
 	return out
 }
 
-// modelLabel is what a route and model are called in the UI. The embedded
-// demo is always "Offline demo model", so nobody mistakes it for a real
-// model.
+// modelLabel is what a route and model are called in the UI (render names
+// it for the live header the same way).
 func modelLabel(p llm.ProviderInfo, model string) string {
-	if p.Offline {
-		return "Offline demo model"
-	}
-	label := p.Model(model).Label
-	if label == "" {
-		label = model
-	}
-	if p.Label != "" {
-		return p.Label + " · " + label
-	}
+	label, _ := render.RouteLabel(p, true, p.Name, model)
 	return label
 }
 
 // routeLabel labels a session's route; an unknown provider says so.
 func (s *Server) routeLabel(provider, model string) (label string, offline bool, window int64) {
 	info, ok := s.ui.Routes.Lookup(provider)
-	if !ok {
-		return provider + " · " + model + " (unavailable)", false, 0
+	label, offline = render.RouteLabel(info, ok, provider, model)
+	if ok {
+		window = info.Model(model).ContextWindow
 	}
-	return modelLabel(info, model), info.Offline, info.Model(model).ContextWindow
+	return label, offline, window
 }
 
 // parseRoute splits "provider/model".

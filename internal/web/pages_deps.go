@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"harness/internal/llm"
+	"harness/internal/mcp"
 	"harness/internal/render"
 	"harness/internal/routes"
 	"harness/internal/session"
@@ -24,12 +25,26 @@ type UIDeps struct {
 	Markdown *render.Markdown
 	// Routes are the model routes and users' preferences (routes.Routes).
 	Routes Routes
+	// Figures keeps the sessions' footer figures, shared with the live
+	// projections (nil: the page folds the stored log each time).
+	Figures *render.FigureBook
+	// MCP reports the configured MCP servers for Settings (nil: none).
+	MCP MCPStatus
+}
+
+// MCPStatus reports the configured MCP servers and the live sessions'
+// connections (mcp.Manager).
+type MCPStatus interface {
+	Status() []mcp.ServerStatus
 }
 
 // History reads a session's stored events a page at a time, cut on
 // message boundaries (models.Store).
 type History interface {
 	TailPage(ctx context.Context, sessionID string, before int64, maxMessages int) ([]session.Event, bool, error)
+	// EventsSince reads at most limit events with seq > since (the
+	// footer's figures fold them).
+	EventsSince(ctx context.Context, sessionID string, since int64, limit int) ([]session.Event, error)
 }
 
 // RouteCatalog describes the live model routes, for pickers and labels.

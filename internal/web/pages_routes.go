@@ -31,6 +31,7 @@ func (s *Server) pageRoutes() {
 
 	s.e.GET("/s/:token", s.pageShare)
 	s.e.GET("/s/:token/history", s.pageShareHistory)
+	s.e.GET("/s/:token/events", s.pageShareEvents)
 
 	s.e.GET("/settings", s.pageSettings, u)
 	s.e.POST("/settings/prefs", s.pageSavePrefs, u)
@@ -41,6 +42,7 @@ func (s *Server) pageRoutes() {
 	s.e.POST("/settings/roots", s.pageAddRoot, admin)
 	s.e.POST("/settings/roots/delete", s.pageRemoveRoot, admin)
 	s.e.POST("/settings/git-hosts", s.pageSaveGitHosts, admin)
+	s.e.POST("/settings/fetch-hosts", s.pageSaveFetchHosts, admin)
 	s.e.POST("/settings/network", s.pageSaveRouteNetwork, admin)
 	s.e.POST("/sessions/:id/network", s.pageSetNetwork, admin)
 

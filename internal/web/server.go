@@ -39,6 +39,14 @@ type Deps struct {
 	UI *UIDeps
 	// Metrics serves /metrics (Prometheus); nil serves none.
 	Metrics http.Handler
+	// ReplicaID is this replica's id when several share a PostgreSQL
+	// database: REST commands for sessions another replica owns are
+	// forwarded there (forward.go). "" when this process owns every
+	// session.
+	ReplicaID string
+	// Replicas serves the signed requests of the other replicas under
+	// /internal/replica/ (internal/replica); nil serves none.
+	Replicas http.Handler
 }
 
 // Server is the echo application.
@@ -52,6 +60,8 @@ type Server struct {
 	ws      http.Handler
 	ui      *UIDeps
 	metrics http.Handler
+
+	replicaID string
 }
 
 // New builds the server and registers every route.
@@ -59,10 +69,14 @@ func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics}
+	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID}
 	e.HTTPErrorHandler = s.handleError
 	e.Use(requestLog(d.Log)...)
 	s.routes()
+	if d.Replicas != nil {
+		// Signed by the replicas (internal/replica checks): no user auth.
+		e.Any("/internal/replica/*", echo.WrapHandler(d.Replicas))
+	}
 	return s
 }
 

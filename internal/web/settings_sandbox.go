@@ -26,10 +26,12 @@ func (s *Server) sandboxView(c echo.Context) (templates.SandboxView, error) {
 		Identity: fmt.Sprintf("%d:%d", sb.UID, sb.GID),
 		Limits: fmt.Sprintf("%d s CPU, %s data, %d processes, %s per file, %d open files",
 			sb.Limits.CPUSeconds, size(int64(sb.Limits.MemoryBytes)), sb.Limits.Processes, size(int64(sb.Limits.FileSizeBytes)), sb.Limits.OpenFiles),
-		ReadOnly:       strings.Join(sb.ReadOnly, " "),
-		GitHosts:       strings.Join(st.GitHosts, "\n"),
-		ConfigGitHosts: st.ConfigGitHosts,
-		ForkCopyMax:    "up to " + size(st.ForkCopyMax),
+		ReadOnly:         strings.Join(sb.ReadOnly, " "),
+		GitHosts:         strings.Join(st.GitHosts, "\n"),
+		ConfigGitHosts:   st.ConfigGitHosts,
+		FetchHosts:       strings.Join(st.FetchHosts, "\n"),
+		ConfigFetchHosts: st.ConfigFetchHosts,
+		ForkCopyMax:      "up to " + size(st.ForkCopyMax),
 	}
 	if st.ForkCopyMax <= 0 {
 		v.ForkCopyMax = "never (HARNESS_FORK_COPY_MAX=0)"
@@ -98,6 +100,13 @@ func (s *Server) pageSaveGitHosts(c echo.Context) error {
 	hosts := strings.FieldsFunc(c.FormValue("hosts"), func(r rune) bool { return r == '\n' || r == '\r' || r == ',' || r == ' ' })
 	err := s.svc.SetGitHosts(c.Request().Context(), ActorFrom(c), hosts)
 	return s.settingsResult(c, err, flashHostsSaved)
+}
+
+// POST /settings/fetch-hosts {hosts: one per line} (admins)
+func (s *Server) pageSaveFetchHosts(c echo.Context) error {
+	hosts := strings.FieldsFunc(c.FormValue("hosts"), func(r rune) bool { return r == '\n' || r == '\r' || r == ',' || r == ' ' })
+	err := s.svc.SetFetchHosts(c.Request().Context(), ActorFrom(c), hosts)
+	return s.settingsResult(c, err, flashFetchHostsSaved)
 }
 
 // POST /settings/network {route: checked routes} (admins)

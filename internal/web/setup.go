@@ -10,7 +10,9 @@ import (
 	"harness/web/templates"
 )
 
-const msgSetupGone = "This setup link is not valid. It works once, and only until the first account exists; restart the server for a new one."
+// msgSetupGone answers a setup link that is not the live one while no
+// account exists (a link replaced by a restart, or mistyped).
+const msgSetupGone = "This setup link is not valid: each start of the server makes a new one and prints it in its log. Open the newest link, or set HARNESS_ADMIN_PASSWORD and restart the server."
 
 // setupPage shows the first-admin form for a live setup link.
 func (s *Server) setupPage(c echo.Context) error {
@@ -20,7 +22,7 @@ func (s *Server) setupPage(c echo.Context) error {
 		return err
 	}
 	if !ok {
-		return s.errorPage(c, http.StatusNotFound, "Link not valid", msgSetupGone)
+		return s.setupGone(c)
 	}
 	return s.renderSetup(c, http.StatusOK, templates.SetupView{Token: tok, Name: auth.BootstrapAdmin})
 }
@@ -52,10 +54,25 @@ func (s *Server) setupSubmit(c echo.Context) error {
 		v.Error = "Please fix: " + in.Reason + "."
 		return s.renderSetup(c, http.StatusBadRequest, v)
 	case errors.Is(err, auth.ErrNotFound):
-		return s.errorPage(c, http.StatusNotFound, "Link not valid", msgSetupGone)
+		return s.setupGone(c)
 	case err != nil:
 		return err
 	}
 	setSessionCookie(c, cookie, info.ExpiresAt, info.CreatedAt)
 	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// setupGone answers a setup link that is not live: once an account exists
+// (the link was used, or HARNESS_ADMIN_PASSWORD made the admin) setup is
+// done and the login page says so; before that the link is stale and the
+// page says where the live one is.
+func (s *Server) setupGone(c echo.Context) error {
+	fresh, err := s.auth.NeedsSetup(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return c.Redirect(http.StatusSeeOther, withFlash("/login", flashSetupDone))
+	}
+	return s.errorPage(c, http.StatusNotFound, "Link not valid", msgSetupGone)
 }

@@ -52,6 +52,9 @@ type Deps struct {
 	InUse func(ctx context.Context, dir, except string) (bool, error)
 	// Network reports whether a session's tools may use the network.
 	Network func(ctx context.Context, sessionID string) bool
+	// FetchHosts lists the hosts web_fetch may reach at loopback, private
+	// and link-local addresses (configuration, then Settings).
+	FetchHosts func(ctx context.Context) ([]string, error)
 	// ForkCopyMax caps the bytes a fork copies (0: forks never copy).
 	ForkCopyMax int64
 }
@@ -85,6 +88,9 @@ func New(d Deps) (*Manager, error) {
 	}
 	if d.Network == nil {
 		d.Network = func(context.Context, string) bool { return false }
+	}
+	if d.FetchHosts == nil {
+		d.FetchHosts = func(context.Context) ([]string, error) { return nil, nil }
 	}
 	m := &Manager{d: d, fresh: filepath.Join(d.DataDir, "workspaces"), scratch: filepath.Join(d.DataDir, "scratch")}
 	// Both parents are traversable but not listable: a session's own
@@ -216,6 +222,12 @@ func (m *Manager) scratchDir(id string, uid, gid int) (string, error) {
 	return dir, nil
 }
 
+// Network reports whether session sessionID's tools may use the network
+// (its processes, and web_fetch in the server).
+func (m *Manager) Network(ctx context.Context, sessionID string) bool {
+	return m.d.Network(ctx, sessionID)
+}
+
 // Command confines a tool process of session sessionID to its workspace,
 // scratch directory, identity and network policy. It implements the
 // driver's Confiner.
@@ -231,7 +243,8 @@ func (m *Manager) Command(ctx context.Context, sessionID, workspace string, p to
 	return m.d.Sandbox.Command(sandbox.Process{
 		Path: p.Path, Args: p.Args, Env: p.Env, Dir: p.Dir,
 		Workspace: workspace, WorkspaceReadOnly: p.ReadOnlyWorkspace,
-		Scratch: scratch, Network: m.d.Network(ctx, sessionID),
+		ReadOnly: p.ReadOnly,
+		Scratch:  scratch, Network: m.d.Network(ctx, sessionID),
 		UID: uid, GID: gid,
 	})
 }
@@ -252,5 +265,6 @@ func (p Plain) Command(_ context.Context, _, workspace string, proc tools.Proces
 	return p.Sandbox.Command(sandbox.Process{
 		Path: proc.Path, Args: proc.Args, Env: proc.Env, Dir: proc.Dir,
 		Workspace: workspace, WorkspaceReadOnly: proc.ReadOnlyWorkspace,
+		ReadOnly: proc.ReadOnly,
 	})
 }

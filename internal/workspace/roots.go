@@ -48,6 +48,9 @@ func (m *Manager) AllRoots(ctx context.Context) ([]Root, error) { return m.d.Roo
 // AllGitHosts lists every allowed clone host (configuration, then Settings).
 func (m *Manager) AllGitHosts(ctx context.Context) ([]string, error) { return m.d.GitHosts(ctx) }
 
+// AllFetchHosts lists web_fetch's allow-list (configuration, then Settings).
+func (m *Manager) AllFetchHosts(ctx context.Context) ([]string, error) { return m.d.FetchHosts(ctx) }
+
 // CheckRoot refuses a root an admin is about to add: it must be an absolute
 // path to an existing directory that neither contains nor lies inside the
 // data directory. It returns the cleaned path.

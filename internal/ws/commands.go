@@ -1,8 +1,15 @@
 package ws
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
+	"harness/internal/auth"
+	"harness/internal/driver"
+
+	"harness/internal/llm"
 	"harness/internal/service"
 	"harness/internal/session"
 )
@@ -10,18 +17,72 @@ import (
 // dispatch runs one request. ok is false when the handler answered itself
 // (subscribe answers before its replay starts).
 func (c *conn) dispatch(req Request) (Response, bool) {
-	ctx, a, svc := c.ctx, c.actor, c.h.svc
 	if c.h.beforeDispatch != nil {
 		c.h.beforeDispatch(req)
 	}
-	var err error
-	resp := Response{Re: req.ID}
 	switch req.Op {
 	case OpPing:
+		return Response{Re: req.ID, OK: true}, true
 	case OpSubscribe:
 		return c.subscribe(req)
 	case OpUnsubscribe:
 		c.unsubscribe(req.Session)
+		return Response{Re: req.ID, OK: true}, true
+	case OpCompact:
+		return c.compact(req)
+	}
+	return c.h.run(c.ctx, c.actor, req), true
+}
+
+// run runs a session command; one for a session another replica owns is
+// forwarded there and answered with the owner's response.
+func (h *Hub) run(ctx context.Context, a *auth.Actor, req Request) Response {
+	resp := h.command(ctx, a, req)
+	var no *driver.NotOwnerError
+	if resp.Error == nil || h.remote == nil || !errors.As(resp.Error, &no) {
+		return resp
+	}
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return resp
+	}
+	out, err := h.remote.Forward(ctx, req.Session, a, raw)
+	if err != nil {
+		h.log.Warn("forward a command to the session's owner", "session", req.Session, "op", req.Op, "err", err)
+		return Response{Re: req.ID, Error: service.Errorf(service.CodeUnavailable,
+			"the session runs on another replica that could not be reached; try again")}
+	}
+	var fwd Response
+	if err := json.Unmarshal(out, &fwd); err != nil {
+		h.log.Warn("forwarded command: malformed answer", "session", req.Session, "op", req.Op, "err", err)
+		return Response{Re: req.ID, Error: service.Errorf(service.CodeUnavailable, "the session's replica gave no valid answer; try again")}
+	}
+	fwd.Re = req.ID
+	return fwd
+}
+
+// ExecuteForwarded runs a session command another replica forwarded here
+// for its client (internal/replica) and returns the Response frame. It is
+// not forwarded again: a session that is not this replica's either is
+// answered unavailable.
+func (h *Hub) ExecuteForwarded(ctx context.Context, a *auth.Actor, raw []byte) []byte {
+	var req Request
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return mustJSON(Response{Error: service.Errorf(service.CodeBadRequest, "malformed forwarded request")})
+	}
+	switch req.Op {
+	case OpPing, OpSubscribe, OpUnsubscribe:
+		return mustJSON(Response{Re: req.ID, Error: service.Errorf(service.CodeBadRequest, "op %q is not forwarded", req.Op)})
+	}
+	return mustJSON(h.command(ctx, a, req))
+}
+
+// command runs one session command here.
+func (h *Hub) command(ctx context.Context, a *auth.Actor, req Request) Response {
+	svc := h.svc
+	var err error
+	resp := Response{Re: req.ID}
+	switch req.Op {
 	case OpFollowup, OpSteer:
 		mode := service.SendFollowup
 		if req.Op == OpSteer {
@@ -50,16 +111,23 @@ func (c *conn) dispatch(req Request) (Response, bool) {
 		err = svc.SetMode(ctx, a, req.Session, session.PermissionMode(req.Mode))
 	case OpSetModel:
 		err = svc.SetModel(ctx, a, req.Session, req.Provider, req.Model)
+	case OpSetEffort:
+		err = svc.SetEffort(ctx, a, req.Session, llm.Effort(req.Effort))
 	case OpCompact:
-		return c.compact(req)
+		var res service.CompactResult
+		if res, err = svc.Compact(ctx, a, req.Session); err == nil {
+			resp.Compaction = &res
+		}
+	case OpRetry:
+		resp.MessageID, err = svc.RetryTurn(ctx, a, req.Session, req.Turn, req.ID)
 	default:
 		err = service.Errorf(service.CodeUnknownOp, "unknown op %q", truncate(string(req.Op), 64))
 	}
 	if err != nil {
-		return Response{Re: req.ID, Error: service.AsError(err)}, true
+		return Response{Re: req.ID, Error: service.AsError(err)}
 	}
 	resp.OK = true
-	return resp, true
+	return resp
 }
 
 // compact runs a manual compaction beside the reader and answers when it
@@ -82,13 +150,7 @@ func (c *conn) compact(req Request) (Response, bool) {
 				c.sendErr(req.ID, service.Errorf(service.CodeInternal, "internal error"))
 			}
 		}()
-		resp := Response{Re: req.ID}
-		res, err := c.h.svc.Compact(c.ctx, c.actor, req.Session)
-		if err != nil {
-			resp.Error = service.AsError(err)
-		} else {
-			resp.OK, resp.Compaction = true, &res
-		}
+		resp := c.h.run(c.ctx, c.actor, req)
 		c.send(mustJSON(resp))
 	}()
 	return Response{}, false

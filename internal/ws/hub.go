@@ -14,6 +14,7 @@ import (
 
 	"harness/internal/auth"
 	"harness/internal/driver"
+	"harness/internal/llm"
 	"harness/internal/service"
 	"harness/internal/session"
 )
@@ -114,7 +115,9 @@ type Service interface {
 	Answer(ctx context.Context, a *auth.Actor, id, question string, answers []session.Answer) error
 	SetMode(ctx context.Context, a *auth.Actor, id string, mode session.PermissionMode) error
 	SetModel(ctx context.Context, a *auth.Actor, id, provider, model string) error
+	SetEffort(ctx context.Context, a *auth.Actor, id string, effort llm.Effort) error
 	Compact(ctx context.Context, a *auth.Actor, id string) (service.CompactResult, error)
+	RetryTurn(ctx context.Context, a *auth.Actor, id string, turn int, clientID string) (string, error)
 }
 
 // Manager is what the hub asks of the driver's manager: a pinned agent
@@ -123,6 +126,27 @@ type Manager interface {
 	Pin(ctx context.Context, id string) (*driver.Agent, func(), error)
 	Lookup(id string) (*driver.Agent, bool)
 	SubscribeLive(fn func(driver.LiveEvent)) (cancel func())
+}
+
+// Followed is what a topic follows: a local agent (*driver.Agent) or the
+// mirror of a session another replica owns.
+type Followed interface {
+	Log() *session.Log
+	Status() driver.Status
+	Queue() driver.Queue
+	PendingInteractions() []driver.Interaction
+	AllowedTools() []string
+}
+
+// Remote reaches the sessions other replicas own (PostgreSQL replicas;
+// internal/replica): subscriptions follow a mirror of the stored log, and
+// commands run on the owner.
+type Remote interface {
+	// Follow mirrors session id; release ends the follow.
+	Follow(ctx context.Context, id string) (Followed, func(), error)
+	// Forward runs a protocol request on the owner of session id and
+	// returns its Response frame.
+	Forward(ctx context.Context, id string, a *auth.Actor, req []byte) ([]byte, error)
 }
 
 // Deps are a Hub's dependencies.
@@ -135,8 +159,17 @@ type Deps struct {
 	Projections Projections
 	// Access reports revocations so they cut open sockets at once; nil
 	// leaves that to the keepalive's re-check.
-	Access  Access
-	Options Options
+	Access Access
+	// Remote serves sessions owned by other replicas; nil: this process
+	// owns every session (SQLite) or answers unavailable for the others.
+	Remote Remote
+	// StoredHead reads a session's stored head. When set (replicas on
+	// PostgreSQL), subscribers of local agents get only stored events:
+	// the writer reports each commit through Hub.Stored. A client of a
+	// replica that dies mid-turn then never holds an event the next
+	// owner's repair replaces, so it resumes with since on any replica.
+	StoredHead func(ctx context.Context, id string) (int64, error)
+	Options    Options
 }
 
 // Hub serves the WebSocket and fans session events out to subscribers.
@@ -146,6 +179,8 @@ type Hub struct {
 	mgr         Manager
 	projections Projections
 	access      Access
+	remote      Remote
+	storedHead  func(ctx context.Context, id string) (int64, error)
 	opts        Options
 
 	base   context.Context
@@ -177,7 +212,7 @@ func New(d Deps) *Hub {
 	}
 	base, stop := context.WithCancel(context.Background())
 	h := &Hub{
-		log: log, svc: d.Service, mgr: d.Manager, projections: d.Projections, access: d.Access, opts: d.Options.withDefaults(),
+		log: log, svc: d.Service, mgr: d.Manager, projections: d.Projections, access: d.Access, remote: d.Remote, storedHead: d.StoredHead, opts: d.Options.withDefaults(),
 		base: base, stop: stop,
 		conns: map[*conn]struct{}{}, topics: map[string]*topic{}, open: map[string]int{},
 	}

@@ -35,7 +35,9 @@ const (
 	OpAnswer      Op = "answer"
 	OpSetMode     Op = "set_mode"
 	OpSetModel    Op = "set_model"
+	OpSetEffort   Op = "set_effort"
 	OpCompact     Op = "compact"
+	OpRetry       Op = "retry"
 	OpPing        Op = "ping"
 )
 
@@ -108,8 +110,12 @@ type Request struct {
 	Mode      string           `json:"mode,omitempty"`
 	Provider  string           `json:"provider,omitempty"`
 	Model     string           `json:"model,omitempty"`
+	// Effort is a reasoning effort (set_effort; empty: the model's default).
+	Effort string `json:"effort,omitempty"`
 	// Tool names a tool (approvals.revoke).
 	Tool string `json:"tool,omitempty"`
+	// Turn names a failed turn (retry).
+	Turn int `json:"turn,omitempty"`
 }
 
 // Response answers one request.
@@ -182,7 +188,7 @@ type deletedRow struct {
 var knownOps = map[Op]bool{
 	OpSubscribe: true, OpUnsubscribe: true, OpFollowup: true, OpSteer: true, OpCancel: true,
 	OpInboxEdit: true, OpInboxRemove: true, OpInboxSteer: true, OpInboxRun: true, OpInboxClear: true, OpApprove: true, OpRevokeTool: true, OpAnswer: true,
-	OpSetMode: true, OpSetModel: true, OpCompact: true, OpPing: true,
+	OpSetMode: true, OpSetModel: true, OpSetEffort: true, OpCompact: true, OpRetry: true, OpPing: true,
 }
 
 // decodeRequest parses and checks the envelope of one frame. On error the

@@ -86,7 +86,7 @@ func (c *conn) subscribe(req Request) (Response, bool) {
 	if err != nil {
 		return fail(err)
 	}
-	if head := t.agent.Log().Len() - 1; since > head {
+	if head := t.src.Log().Len() - 1; since > head {
 		c.h.release(t)
 		return fail(service.Errorf(service.CodeBadRequest, "since %d is beyond the log's head %d", since, head))
 	}
@@ -136,7 +136,7 @@ func (s *subscription) replay(since, from int64) {
 	}
 	sent := max(since, from-1)
 
-	ag := s.t.agent
+	ag := s.t.src
 	snapshot := [][]byte{
 		mustJSON(Push{Ch: ChStatus, Session: s.id, Status: ag.Status()}),
 	}
@@ -251,7 +251,7 @@ func (c *conn) reauthorize() {
 // when the subscription or the connection ended.
 func (s *subscription) replayEvents(since, from int64) bool {
 	c := s.c
-	l := s.t.agent.Log()
+	l := s.t.src.Log()
 	var proj Projector
 	if s.render && c.h.projections != nil && since+1 < from {
 		proj = c.h.projections(s.id, l, since+1)

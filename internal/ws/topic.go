@@ -2,6 +2,7 @@ package ws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -21,7 +22,9 @@ type topic struct {
 	err   error         // open's error
 	refs  int           // guarded by h.mu
 
-	agent     *driver.Agent
+	// src is what the topic follows: the agent here, or the mirror of a
+	// session another replica owns (Remote).
+	src       Followed
 	release   func()
 	cancelLog func()
 
@@ -41,12 +44,20 @@ type topic struct {
 	html int
 	// proj is the topic's projection (projector goroutine only, under mu).
 	proj Projector
+	// gated: the topic follows a local agent and delivers only what the
+	// writer stored (Hub.Stored), so no subscriber ever sees an event a
+	// crash could lose and another replica's repair replace. Set by open.
+	gated bool
 }
 
-// pendingEntry is an event or a live frame waiting for the projector.
+// pendingEntry is an event, a live frame or a stored head waiting for
+// the projector.
 type pendingEntry struct {
 	ev   session.Event
 	live []byte // a live notification's frame; ev is unset
+	// stored, when set, is the session's new stored head (a gated topic
+	// fans out the log's events up to it); ev and live are unset.
+	stored *int64
 }
 
 // liveEvent is one event as the projector prepared it for the batch
@@ -128,14 +139,36 @@ func (h *Hub) acquire(ctx context.Context, id string) (*topic, error) {
 	return t, nil
 }
 
-// open pins the agent, subscribes to its log and starts the projector.
+// open pins the agent (or follows the mirror of a session another
+// replica owns), subscribes to its log and starts the projector.
 func (t *topic) open(ctx context.Context) error {
+	var src Followed
 	ag, release, err := t.h.mgr.Pin(ctx, t.id)
+	if err == nil {
+		src = ag
+	} else if errors.Is(err, driver.ErrNotOwner) && t.h.remote != nil {
+		src, release, err = t.h.remote.Follow(ctx, t.id)
+	}
 	if err != nil {
 		return service.AsError(err)
 	}
-	t.agent, t.release = ag, release
-	next, cancel := ag.Log().Subscribe(t.onEvent)
+	t.src, t.release = src, release
+	if ag != nil && t.h.storedHead != nil {
+		// Stored heads drive the fan-out: Hub.Stored queues each one; the
+		// events up to the head stored now are replayed from the log.
+		head, err := t.h.storedHead(ctx, t.id)
+		if err != nil {
+			release()
+			return service.AsError(err)
+		}
+		t.mu.Lock()
+		t.gated = true
+		t.delivered = max(t.delivered, min(head, src.Log().Len()-1))
+		t.mu.Unlock()
+		go t.project()
+		return nil
+	}
+	next, cancel := src.Log().Subscribe(t.onEvent)
 	t.cancelLog = cancel
 	t.mu.Lock()
 	// The callback may already have queued seq >= next.
@@ -143,6 +176,34 @@ func (t *topic) open(ctx context.Context) error {
 	t.mu.Unlock()
 	go t.project()
 	return nil
+}
+
+// Stored tells the hub that the writer stored session id's events up to
+// head. With Deps.StoredHead set, subscribers of a local agent get events
+// only once stored. It must not block (the writer calls it).
+func (h *Hub) Stored(id string, head int64) {
+	if h.storedHead == nil {
+		return
+	}
+	h.mu.Lock()
+	t := h.topics[id]
+	h.mu.Unlock()
+	if t != nil {
+		t.pending.put(pendingEntry{stored: &head})
+	}
+}
+
+// fanStored fans out the log's events up to the stored head.
+func (t *topic) fanStored(head int64) {
+	t.mu.Lock()
+	gated, from := t.gated, t.delivered+1
+	t.mu.Unlock()
+	if !gated || head < from {
+		return
+	}
+	for _, ev := range t.src.Log().Events(from, head+1) {
+		t.fanEvent(ev)
+	}
 }
 
 // release drops one reference; the last one closes the topic.
@@ -190,9 +251,12 @@ func (t *topic) project() {
 			return
 		}
 		for i, e := range batch {
-			if e.live != nil {
+			switch {
+			case e.live != nil:
 				t.fanLive(e.live)
-			} else {
+			case e.stored != nil:
+				t.fanStored(*e.stored)
+			default:
 				t.fanEvent(e.ev)
 			}
 			batch[i] = pendingEntry{}
@@ -228,7 +292,7 @@ func (t *topic) fanEvent(ev session.Event) {
 	if t.proj == nil && t.html > 0 && t.h.projections != nil {
 		// Everything before ev is in the log: the log appends before it
 		// calls back.
-		t.proj = t.h.projections(t.id, t.agent.Log(), ev.Seq)
+		t.proj = t.h.projections(t.id, t.src.Log(), ev.Seq)
 	}
 	applied := t.proj != nil && t.h.apply(t.proj, t.id, ev)
 	if len(t.subs) == 0 {
@@ -365,7 +429,7 @@ func (h *Hub) unloaded(id string) {
 		}
 	}
 	if t != nil && t.err == nil {
-		if cur, ok := h.mgr.Lookup(id); ok && cur == t.agent {
+		if cur, ok := h.mgr.Lookup(id); ok && Followed(cur) == t.src {
 			t = nil // a stale notice about an earlier agent
 		}
 	}

@@ -9,6 +9,8 @@ import { followSessions } from "./sidebar.js";
 import { copyFrom, decorate, runCountdowns } from "./util.js";
 import "./files.js";
 import { WorkspaceBanner, initNewSessionForm } from "./workspace.js";
+import { Timeline } from "./timeline.js";
+import { EffortControl } from "./effort.js";
 
 function socketURL(share) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
@@ -72,9 +74,15 @@ function startChat(socket, chat) {
 
   const controls = new Controls(chat, socket);
   const workspace = new WorkspaceBanner(chat);
+  const effort = new EffortControl(chat, (op, fields) => controls.call(op, fields));
+  // The timeline panel is built when it first opens; until then it
+  // ignores events.
+  const timeline = new Timeline(chat, () => transcript);
   const transcript = new Transcript(chat, {
     onEvent: (ev) => {
       controls.onEvent(ev);
+      effort.onEvent(ev);
+      timeline.onEvent(ev);
       // The durable outcome also ends the banner (the live push may have
       // come before this page subscribed).
       if (ev.type === "workspace/ready" || ev.type === "workspace/failed") workspace.onProgress({ done: true });
@@ -106,7 +114,7 @@ function startChat(socket, chat) {
       ? "This session is no longer available."
       : `The live view stopped: ${err.message || err.code}.`),
   });
-  window.harness = { socket, transcript, controls }; // for tests and curious people
+  window.harness = { socket, transcript, controls, timeline }; // for tests and curious people
 }
 
 function gone(chat, text) {

@@ -301,6 +301,22 @@ export class Controls {
       case "queue-clear":
         this.call("inbox.clear", {}).catch(() => {});
         break;
+      case "retry-turn":
+        this.retryTurn(b);
+        break;
+    }
+  }
+
+  /** A failed turn's Retry: the server sends the turn's prompt again as a
+   * new message (the `retry` op); the button waits for the answer. */
+  async retryTurn(b) {
+    b.disabled = true;
+    try {
+      await this.call("retry", { turn: Number(b.dataset.turn) });
+    } catch {
+      // call() said why in the composer's hint.
+    } finally {
+      b.disabled = false;
     }
   }
 
@@ -460,6 +476,16 @@ export class Controls {
    * ring is drawn here (inline styles are not allowed). */
   onEvent(ev) {
     if (METER_EVENTS.has(ev.type)) this.updateMeter();
+    // The header's mode and model badges come with the event's fragment;
+    // the pickers follow too (a change made in another tab or by /model).
+    if (ev.type === "permission/mode" && ev.data?.mode) {
+      const sel = this.chat.querySelector("#mode-select");
+      if (sel) sel.value = ev.data.mode;
+    } else if (ev.type === "model/selected" && ev.data?.provider) {
+      const sel = this.chat.querySelector("#model-select");
+      const v = `${ev.data.provider}/${ev.data.model}`;
+      if (sel && [...sel.options].some((o) => o.value === v)) sel.value = v;
+    }
   }
 
   get meter() {

@@ -3,8 +3,16 @@
 // ready (the composer waits meanwhile; the server refuses early messages
 // with workspace_not_ready anyway).
 
-/** Checks the workspace radio whose field the user touches. */
+/** The new-session form: Enter in its prompt starts the session the way
+ * Enter sends in the composer (Shift+Enter adds a line), and the
+ * workspace radio whose field the user touches is checked. */
 export function initNewSessionForm() {
+  const prompt = document.getElementById("new-prompt");
+  prompt?.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || e.shiftKey || e.altKey || e.isComposing) return;
+    e.preventDefault();
+    prompt.form?.requestSubmit();
+  });
   const fieldset = document.getElementById("ws-choice");
   if (!fieldset) return;
   const pick = (id) => {

@@ -77,7 +77,7 @@ func SessionsPage(v SessionsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "\"> <label for=\"new-prompt\" class=\"field-label\">Start a new session</label> <textarea id=\"new-prompt\" name=\"prompt\" rows=\"2\" placeholder=\"What should the agent do? (optional; try “run: ls”)\"></textarea>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "\"> <label for=\"new-prompt\" class=\"field-label\">Start a new session</label> <textarea id=\"new-prompt\" name=\"prompt\" rows=\"2\" placeholder=\"What should the agent do? (optional; try “run: ls”) — Enter starts, Shift+Enter adds a line\"></textarea>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -9,6 +9,10 @@ type LoginView struct {
 	Next  string // where to go after login (a local path)
 	CSRF  string // the pre-login CSRF token (double-submit cookie)
 	Error string // a generic, safe message
+	// Notice is a message a redirect asked for (a known flash key).
+	Notice string
+	// Setup: no account exists yet; the page says how to make the first.
+	Setup bool
 }
 
 // SetupView fills the first-admin setup page.

@@ -103,6 +103,8 @@ type ChatView struct {
 	CanManage  bool
 	Archived   bool
 	Models     []ModelOption
+	// Effort is the header's reasoning-effort control.
+	Effort EffortView
 
 	Items []render.Item
 	// Before is the seq the next older history page ends before; HasMore
@@ -121,6 +123,9 @@ type ChatView struct {
 	// subscribe answer refreshes it.
 	ContextUsed   int64
 	ContextWindow int64
+	// Figures are the session footer's totals as of Head (the turns that
+	// ended); live fragments replace them at each turn end.
+	Figures render.SessionFigures
 	// HistoryURL is where older pages are fetched.
 	HistoryURL string
 
@@ -196,6 +201,35 @@ type SettingsView struct {
 	// Sandbox is what confines tools (everyone sees it) and, for admins,
 	// the workspace roots, clone hosts and network switches.
 	Sandbox SandboxView
+	// MCP are the configured MCP servers (admins only; docs/mcp.md).
+	MCP []MCPServerView
+}
+
+// MCPServerView is one configured MCP server in Settings: where it runs
+// (never a header or env value), its live sessions' connections and the
+// tools it offers.
+type MCPServerView struct {
+	Name      string
+	Transport string
+	Target    string
+	ReadOnly  bool
+	Timeout   string
+	Sessions  []MCPSessionView
+	Tools     []MCPToolView
+	Skipped   []string
+}
+
+// MCPSessionView is one live session's connection to a server.
+type MCPSessionView struct {
+	Session string
+	State   string
+	Error   string
+}
+
+// MCPToolView is one tool a server offers, as the model sees it.
+type MCPToolView struct {
+	Name        string
+	Description string
 }
 
 // SandboxView is the sandbox and workspace part of Settings.
@@ -219,7 +253,11 @@ type SandboxView struct {
 	GitHosts       string
 	ConfigGitHosts []string
 	RouteNetwork   []RouteNetworkView
-	ForkCopyMax    string
+	// FetchHosts is web_fetch's allow-list set in Settings (one per line);
+	// ConfigFetchHosts the entries from HARNESS_FETCH_HOSTS.
+	FetchHosts       string
+	ConfigFetchHosts []string
+	ForkCopyMax      string
 }
 
 // RootView is one workspace root.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,10 +33,11 @@ type demoTurn struct {
 	last     int // index of the message to answer
 	thinking bool
 	rawSize  int
+	tools    []string // the tools the request offers
 }
 
 func (d demo) reply(rec Recorded) Reply {
-	t := demoTurn{msgs: rec.Messages(), last: -1, thinking: thinkingEnabled(rec.Body), rawSize: len(rec.Raw)}
+	t := demoTurn{msgs: rec.Messages(), last: -1, thinking: thinkingEnabled(rec.Body), rawSize: len(rec.Raw), tools: toolNames(rec.Body)}
 	for i := len(t.msgs) - 1; i >= 0; i-- {
 		m := t.msgs[i]
 		if m.Role == "system" || (m.Role == "user" && isRuntimeContext(m.Text())) {
@@ -120,6 +122,8 @@ func (d demo) prompt(t demoTurn, p string) Reply {
 					Todos []todo `json:"todos"`
 				}{todos})
 		}
+	case "call":
+		return d.callRule(t, arg, callID)
 	case "long":
 		if n, ok := count(arg); ok {
 			return d.long(t, n)
@@ -137,6 +141,7 @@ func (d demo) prompt(t demoTurn, p string) Reply {
 			"- `write: notes.txt` with the content on the next lines writes a file\n"+
 			"- `ask: Shall I continue?` asks you a question\n"+
 			"- `todo: plan; build; test` records a todo list\n"+
+			"- `call: TOOL {\"json\": \"arguments\"}` calls any tool with those arguments\n"+
 			"- `long: 200` or `think: 50` stream many chunks\n", nil)
 }
 
@@ -177,8 +182,80 @@ func (d demo) afterTool(t demoTurn, m WireMessage) Reply {
 		}
 		return d.finish(t, "The todo list is saved.", sb.String(), nil)
 	default:
-		return d.finish(t, "A tool returned; I'll show its result.", "The `"+name+"` tool returned:\n\n"+fenced(out), nil)
+		return d.finish(t, "The "+name+" tool returned; I'll summarise its result.", summariseResult(name, out), nil)
 	}
+}
+
+// callRule answers "call: TOOL {json}": a call of TOOL with exactly those
+// arguments (none: {}), so any tool can be tried offline. A missing name,
+// a tool the request does not offer, or arguments that are not JSON get a
+// plain answer saying so, and no call.
+func (d demo) callRule(t demoTurn, arg, id string) Reply {
+	name, raw := arg, ""
+	if i := strings.IndexAny(arg, " \t\r\n{[\""); i >= 0 {
+		name, raw = arg[:i], strings.TrimSpace(arg[i:])
+	}
+	usage := "Write `call: TOOL {json arguments}`, for example `call: read {\"file_path\": \"README.md\"}`."
+	if name == "" {
+		return d.finish(t, "The call rule names no tool.", "Which tool should I call? "+usage, nil)
+	}
+	if len(t.tools) > 0 && !slices.Contains(t.tools, name) {
+		return d.finish(t, "The session offers no tool named "+name+".",
+			"There is no tool named `"+oneLine(name)+"` in this session, so I did not call anything. The tools offered are: `"+
+				strings.Join(t.tools, "`, `")+"`.", nil)
+	}
+	if raw == "" {
+		raw = "{}"
+	}
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return d.finish(t, "The arguments are not valid JSON, so I won't call the tool.",
+			"The arguments for `"+name+"` are not valid JSON ("+err.Error()+"), so I did not call it. "+usage, nil)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(raw)); err != nil {
+		buf.Reset()
+		buf.WriteString(raw)
+	}
+	return d.finish(t, "The user asked me to call `"+name+"` with their arguments.", "",
+		[]ToolCall{{ID: id, Name: name, Arguments: buf.String(), Fragments: 4}})
+}
+
+// summariseResult describes a tool result: its size and its first lines.
+func summariseResult(name, out string) string {
+	const head = 20
+	body := strings.TrimRight(out, "\n")
+	lines := strings.Split(body, "\n")
+	if body == "" {
+		return "The `" + name + "` tool returned nothing."
+	}
+	s := fmt.Sprintf("The `%s` tool returned %d %s (%d bytes)", name, len(lines), plural(len(lines), "line", "lines"), len(out))
+	if len(lines) <= head {
+		return s + ":\n\n" + fenced(body)
+	}
+	return s + fmt.Sprintf(". The first %d:\n\n", head) + fenced(strings.Join(lines[:head], "\n")) +
+		fmt.Sprintf("\n\n…and %d more lines.", len(lines)-head)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// toolNames lists the tools a request offers.
+func toolNames(body map[string]any) []string {
+	list, _ := body["tools"].([]any)
+	var out []string
+	for _, x := range list {
+		tool, _ := x.(map[string]any)
+		fn, _ := tool["function"].(map[string]any)
+		if name, _ := fn["name"].(string); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // call answers with reasoning and one tool call.
@@ -249,7 +326,7 @@ func cutRule(p string) (rule, arg string) {
 		return "", ""
 	}
 	switch r := strings.ToLower(strings.TrimSpace(head)); r {
-	case "run", "read", "write", "ask", "todo", "long", "think":
+	case "run", "read", "write", "ask", "todo", "call", "long", "think":
 		if r == "write" {
 			// The content starts on the next line and is kept verbatim.
 			return r, strings.TrimLeft(rest, " \t")

@@ -218,3 +218,69 @@ func TestDemoPurposes(t *testing.T) {
 		t.Fatalf("summary = %q", sum)
 	}
 }
+
+// call: calls any offered tool with the user's JSON arguments, then
+// summarises the result; a bad request is answered, never called.
+func TestDemoCallRule(t *testing.T) {
+	t.Parallel()
+	p := startDemo(t)
+	offered := []llm.ToolSchema{
+		{Name: "read", Parameters: json.RawMessage(`{"type":"object"}`)},
+		{Name: "web_fetch", Parameters: json.RawMessage(`{"type":"object"}`)},
+	}
+	calls := []struct {
+		name, prompt, tool, args string
+		result                   string
+		answer                   []string
+	}{
+		{"read", "call: read {\"file_path\": \"notes.txt\"}", "read", `{"file_path":"notes.txt"}`, "alpha\nbeta\n",
+			[]string{"`notes.txt` has 2 lines", "alpha\nbeta"}},
+		{"multi-line JSON, any tool", "CALL: web_fetch {\n  \"url\": \"https://example.com\"\n}", "web_fetch", `{"url":"https://example.com"}`,
+			"URL: https://example.com\n\n# Example Domain\n", []string{"`web_fetch` tool returned 3 lines", "# Example Domain"}},
+		{"no arguments", "call: web_fetch", "web_fetch", `{}`, strings.Repeat("line\n", 30),
+			[]string{"returned 30 lines", "The first 20", "…and 10 more lines."}},
+	}
+	for _, tt := range calls {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			history := []llm.Message{user(tt.prompt)}
+			a := turn(t, p, llm.Request{Messages: history, Tools: offered})
+			c := a.ToolCalls()
+			if a.Finish().Kind != llm.FinishToolCalls || len(c) != 1 || c[0].Name != tt.tool || c[0].Arguments != tt.args {
+				t.Fatalf("finish %+v calls %+v", a.Finish(), c)
+			}
+			history = append(history, modelMsg(a), llm.ToolResultMessage(llm.NewID(), c[0].ID, []llm.ContentBlock{llm.Text(tt.result)}, false))
+			text := modelMsg(turn(t, p, llm.Request{Messages: history, Tools: offered})).Text()
+			for _, s := range tt.answer {
+				if !strings.Contains(text, s) {
+					t.Errorf("answer %q lacks %q", text, s)
+				}
+			}
+		})
+	}
+
+	answers := []struct {
+		name, prompt string
+		answer       []string
+	}{
+		{"invalid JSON", `call: read {"file_path": notes.txt}`, []string{"not valid JSON", "invalid character", "did not call"}},
+		{"unterminated JSON", `call: read {"file_path": "a"`, []string{"not valid JSON", "unexpected end of JSON input"}},
+		{"unknown tool", `call: rm_rf {}`, []string{"no tool named `rm_rf`", "`read`, `web_fetch`"}},
+		{"no tool", `call:`, []string{"Which tool should I call?"}},
+	}
+	for _, tt := range answers {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := turn(t, p, llm.Request{Messages: []llm.Message{user(tt.prompt)}, Tools: offered})
+			if a.Finish().Kind != llm.FinishStop || len(a.ToolCalls()) != 0 {
+				t.Fatalf("finish %+v calls %+v", a.Finish(), a.ToolCalls())
+			}
+			text := modelMsg(a).Text()
+			for _, s := range tt.answer {
+				if !strings.Contains(text, s) {
+					t.Errorf("answer %q lacks %q", text, s)
+				}
+			}
+		})
+	}
+}

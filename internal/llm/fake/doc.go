@@ -47,6 +47,12 @@
 //     {"answers": [{"id": "q1", "selected": ["yes"]}]}.
 //   - "todo: a; b; c": a `todo_write` call with {"todos": [{"content": "a",
 //     "status": "pending"}, ...]}; then a confirmation listing them.
+//   - "call: TOOL {json}": a call of TOOL (any tool the request offers,
+//     built-in or not) with exactly those arguments ({} when none); after
+//     its result, an answer summarising it (its size and first lines, or
+//     the rule of the tool above). Arguments that are not JSON, a missing
+//     name or a tool the request does not offer get an answer saying so,
+//     and no call.
 //   - "long: N": a reply streamed as N text chunks; "think: N": N reasoning
 //     chunks, then a short text (N is capped at 100000).
 //   - anything else: a short reasoning block and a markdown reply quoting

@@ -65,7 +65,16 @@ func StartApp(t testing.TB, cfg func(*config.Config), opts app.Options) *App {
 	if err != nil {
 		t.Fatalf("build the app: %v", err)
 	}
-	hs := httptest.NewServer(a.Handler())
+	// Served on the app's own listener (App.Listen), as cmd/web does, so
+	// the app knows its address (web_fetch never reaches it).
+	ln, err := a.Listen()
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	hs := httptest.NewUnstartedServer(a.Handler())
+	_ = hs.Listener.Close()
+	hs.Listener = ln
+	hs.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

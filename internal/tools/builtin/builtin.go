@@ -38,6 +38,7 @@ const (
 	ToolGrep      = "grep"
 	ToolAskUser   = "ask_user"
 	ToolTodoWrite = "todo_write"
+	ToolWebFetch  = "web_fetch"
 )
 
 // GrepBackend selects how grep searches.
@@ -74,6 +75,8 @@ type Options struct {
 	Grep          GrepBackend
 	RipgrepPath   string        // default "rg" from PATH
 	SearchTimeout time.Duration // glob and grep, default 30 s
+	// WebFetch configures web_fetch (allow-list, reserved addresses, caps).
+	WebFetch WebFetchOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -101,6 +104,7 @@ func (o Options) withDefaults() Options {
 	if o.SearchTimeout <= 0 {
 		o.SearchTimeout = DefaultSearchTimeout
 	}
+	o.WebFetch = o.WebFetch.withDefaults()
 	return o
 }
 
@@ -116,6 +120,7 @@ func Definitions(opts Options) []tools.Definition {
 		grepTool(opts),
 		askUserTool(),
 		todoWriteTool(),
+		webFetchTool(opts.WebFetch),
 	}
 }
 

@@ -86,6 +86,7 @@ func (r *recorder) emits(t session.Type) []record {
 type fakeEnv struct {
 	ws      string
 	mode    session.PermissionMode
+	network bool // the session's network policy
 	rec     *recorder
 	approve func(ctx context.Context, call *tools.Call, reason string) session.ApprovalOutcome
 	ask     func(ctx context.Context, call *tools.Call, qs []session.Question) ([]session.Answer, error)
@@ -126,6 +127,7 @@ func (e *fakeEnv) Command(_ context.Context, p tools.Process) (*exec.Cmd, error)
 
 func (e *fakeEnv) Workspace() string                      { return e.ws }
 func (e *fakeEnv) PermissionMode() session.PermissionMode { return e.mode }
+func (e *fakeEnv) Network(context.Context) bool           { return e.network }
 
 func (e *fakeEnv) Emit(_ context.Context, t session.Type, data any) error {
 	id := ""

@@ -13,7 +13,7 @@ func TestBuiltinsRejectGarbageArgs(t *testing.T) {
 	t.Parallel()
 	garbage := []string{"not json", "null", "[]", "123", `"str"`, "{", `{"file_path": 5}`, `{"unknown": true}`,
 		`{"pattern": null}`, `{"questions": "many"}`, `{"todos": [{"content": 1}]}`, "\x00\xff", `{"command": ["ls"]}`}
-	for _, name := range []string{ToolBash, ToolRead, ToolWrite, ToolEdit, ToolGlob, ToolGrep, ToolAskUser, ToolTodoWrite} {
+	for _, name := range []string{ToolBash, ToolRead, ToolWrite, ToolEdit, ToolGlob, ToolGrep, ToolAskUser, ToolTodoWrite, ToolWebFetch} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, Options{})

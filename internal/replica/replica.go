@@ -1,0 +1,301 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"harness/internal/driver"
+	"harness/internal/models"
+	"harness/internal/session"
+)
+
+// LiveChannel carries the live notifications of every replica's agents.
+const LiveChannel = "harness_live"
+
+// Store is what mirrors read of the stored logs.
+type Store interface {
+	ReadLog(ctx context.Context, id string) (*session.Log, error)
+	EventsSince(ctx context.Context, id string, since int64, limit int) ([]session.Event, error)
+}
+
+// Leases is what a replica asks of the lease table.
+type Leases interface {
+	// Holder is the replica holding a session's lease now (ok false when
+	// nobody does).
+	Holder(ctx context.Context, id string) (owner, addr string, ok bool, err error)
+	// Orphaned lists sessions whose holder stopped renewing.
+	Orphaned(ctx context.Context, limit int) ([]string, error)
+}
+
+// Bus is PostgreSQL's LISTEN/NOTIFY (models.DB).
+type Bus interface {
+	Notify(ctx context.Context, channel, payload string) error
+	Listen(ctx context.Context, log *slog.Logger, channels []string, h models.ListenHandler) error
+}
+
+// Manager is what a replica asks of this process's agents.
+type Manager interface {
+	Lookup(id string) (*driver.Agent, bool)
+	SubscribeLive(fn func(driver.LiveEvent)) (cancel func())
+	PublishRemote(ev driver.LiveEvent)
+	TakeOver(ctx context.Context, id string) error
+}
+
+// Deps are a Replica's collaborators.
+type Deps struct {
+	Log     *slog.Logger
+	ID      string // this replica
+	Key     []byte // signs requests between replicas
+	Bus     Bus
+	Store   Store
+	Leases  Leases
+	Manager Manager
+	// TTL is the lease TTL: orphaned leases are looked for every eighth
+	// of it.
+	TTL time.Duration
+	// Client sends requests to other replicas (default: a client with
+	// keep-alive connections).
+	Client *http.Client
+}
+
+// Replica is this process's part in the replica set.
+type Replica struct {
+	log    *slog.Logger
+	d      Deps
+	client *http.Client
+
+	base   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	cancel func()
+
+	// exec runs a command forwarded by another replica (the hub's).
+	execMu sync.RWMutex
+	exec   Executor
+
+	mu      sync.Mutex
+	mirrors map[string]*Mirror
+
+	out *outbox // live notifications to send, in order
+}
+
+// New builds a replica's parts; Start starts them.
+func New(d Deps) *Replica {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.TTL <= 0 {
+		d.TTL = driver.DefaultLeaseTTL
+	}
+	c := d.Client
+	if c == nil {
+		c = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}}
+	}
+	base, stop := context.WithCancel(context.Background())
+	return &Replica{log: d.Log, d: d, client: c, base: base, stop: stop, mirrors: map[string]*Mirror{}, out: newOutbox()}
+}
+
+// Start listens to the other replicas, sends this replica's live
+// notifications and looks for orphaned sessions to take over.
+func (r *Replica) Start() {
+	r.cancel = r.d.Manager.SubscribeLive(r.onLocalLive)
+	r.wg.Add(3)
+	go func() {
+		defer r.wg.Done()
+		_ = r.d.Bus.Listen(r.base, r.log, []string{models.HeadsChannel, LiveChannel}, models.ListenHandler{
+			Notification: r.onNotification,
+			Connected:    r.onConnected,
+		})
+	}()
+	go func() {
+		defer r.wg.Done()
+		r.sendLoop()
+	}()
+	go func() {
+		defer r.wg.Done()
+		r.takeoverLoop()
+	}()
+}
+
+// Close stops the replica's goroutines and its mirrors.
+func (r *Replica) Close() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.stop()
+	r.out.close()
+	r.wg.Wait()
+}
+
+// liveWire is one live notification on LiveChannel.
+type liveWire struct {
+	From  string            `json:"o"`
+	Kind  driver.LiveKind   `json:"k"`
+	Event *driver.LiveEvent `json:"e,omitempty"`
+	// Session is set on kindStale: a notification too large to send; the
+	// receivers ask the owner for the session's live state instead.
+	Session string `json:"s,omitempty"`
+}
+
+const kindStale driver.LiveKind = "replica/stale"
+
+// onLocalLive sends this replica's agents' live notifications to the
+// others (not the ones it received from them) and keeps a local mirror's
+// state current.
+func (r *Replica) onLocalLive(ev driver.LiveEvent) {
+	if ev.Origin != "" {
+		return
+	}
+	if m := r.mirror(ev.Session); m != nil {
+		m.apply(ev)
+	}
+	if ev.Kind == driver.LiveUnloaded {
+		// An unload is this replica's business: the stored log stays,
+		// and mirrors elsewhere go on following it.
+		return
+	}
+	b, err := json.Marshal(liveWire{From: r.d.ID, Kind: ev.Kind, Event: &ev})
+	if err == nil && len(b) > models.NotifyPayloadMax {
+		b, err = json.Marshal(liveWire{From: r.d.ID, Kind: kindStale, Session: ev.Session})
+	}
+	if err != nil {
+		r.log.Error("encode live notification", "session", ev.Session, "err", err)
+		return
+	}
+	r.out.put(string(b))
+}
+
+// sendLoop sends the queued live notifications in order.
+func (r *Replica) sendLoop() {
+	var batch []string
+	for {
+		var ok bool
+		if batch, ok = r.out.take(batch); !ok {
+			return
+		}
+		for i, p := range batch {
+			ctx, cancel := context.WithTimeout(r.base, 5*time.Second)
+			if err := r.d.Bus.Notify(ctx, LiveChannel, p); err != nil && r.base.Err() == nil {
+				r.log.Warn("send live notification to the other replicas", "err", err)
+			}
+			cancel()
+			batch[i] = ""
+		}
+	}
+}
+
+// onNotification runs on the listener's goroutine.
+func (r *Replica) onNotification(channel, payload string) {
+	switch channel {
+	case models.HeadsChannel:
+		for id, head := range models.ParseHeads(payload) {
+			if m := r.mirror(id); m != nil {
+				m.announce(head)
+			}
+		}
+	case LiveChannel:
+		var w liveWire
+		if err := json.Unmarshal([]byte(payload), &w); err != nil {
+			r.log.Warn("malformed live notification from a replica", "err", err)
+			return
+		}
+		if w.From == r.d.ID {
+			return // our own, sent back to us
+		}
+		if w.Kind == kindStale {
+			if m := r.mirror(w.Session); m != nil {
+				m.kickState()
+			}
+			return
+		}
+		if w.Event == nil {
+			return
+		}
+		ev := *w.Event
+		ev.Kind, ev.Origin = w.Kind, w.From
+		if m := r.mirror(ev.Session); m != nil {
+			m.apply(ev)
+		}
+		r.d.Manager.PublishRemote(ev)
+	}
+}
+
+// onConnected runs after every (re)connection of the listener: heads
+// announced while it was away were missed, so every mirror catches up.
+func (r *Replica) onConnected() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.mirrors {
+		m.kick()
+		m.kickState()
+	}
+}
+
+// takeoverLoop takes over, about every eighth of the lease TTL, the
+// sessions whose owner stopped renewing their leases: a killed owner's
+// sessions move within about TTL + TTL/8 of its death (the lease lapses
+// at most a TTL after its last renewal).
+func (r *Replica) takeoverLoop() {
+	period := r.d.TTL / 8
+	for {
+		// Jitter, so the replicas do not all try at the same moment.
+		wait := period/2 + time.Duration(rand.Int64N(int64(period)))
+		select {
+		case <-r.base.Done():
+			return
+		case <-time.After(wait):
+		}
+		r.takeOver()
+	}
+}
+
+func (r *Replica) takeOver() {
+	ctx, cancel := context.WithTimeout(r.base, r.d.TTL)
+	defer cancel()
+	ids, err := r.d.Leases.Orphaned(ctx, 64)
+	if err != nil {
+		if r.base.Err() == nil {
+			r.log.Warn("look for orphaned sessions", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		err := r.d.Manager.TakeOver(ctx, id)
+		switch {
+		case err == nil, errors.Is(err, driver.ErrNotOwner), errors.Is(err, models.ErrNotFound):
+		case errors.Is(err, driver.ErrUnreachable):
+			r.log.Info("orphaned session left to a replica that reaches its workspace", "session", id, "err", err)
+		default:
+			r.log.Warn("take over an orphaned session", "session", id, "err", err)
+		}
+	}
+}
+
+// mirror returns id's mirror, if this replica has one.
+func (r *Replica) mirror(id string) *Mirror {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mirrors[id]
+}
+
+// errNoOwner says no live replica holds the session's lease.
+var errNoOwner = errors.New("no replica holds the session's lease")
+
+// owner is the address of the replica holding id's lease.
+func (r *Replica) owner(ctx context.Context, id string) (owner, addr string, err error) {
+	owner, addr, ok, err := r.d.Leases.Holder(ctx, id)
+	if err != nil {
+		return "", "", err
+	}
+	if !ok || addr == "" {
+		return "", "", fmt.Errorf("session %s: %w", id, errNoOwner)
+	}
+	return owner, addr, nil
+}
