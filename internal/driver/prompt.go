@@ -9,6 +9,7 @@ import (
 
 	"harness/internal/llm"
 	"harness/internal/session"
+	"harness/internal/tools"
 )
 
 // Section orders, following the upstream conventions.
@@ -41,13 +42,17 @@ const noContextText = "Current runtime context: none. Earlier runtime-context sn
 func (a *Agent) assemble(ctx context.Context) (*Assembly, error) {
 	a.syncSessionTools(ctx)
 	cfg := a.seedConfig()
+	var omit tools.Access
+	if env := (&toolEnv{a: a}); !env.Network(ctx) {
+		omit = tools.AccessNetwork
+	}
 	base := &Assembly{
 		Sections: []Section{
 			{Name: "harness:identity", Order: OrderIdentity, Text: identityText},
 			{Name: "harness:tools", Order: OrderToolGuidance, Text: toolGuidanceText},
 		},
 		Contexts: []Section{permissionContext(a.log.State().Mode)},
-		Tools:    a.scope.Schemas(),
+		Tools:    a.scope.SchemasWithout(omit),
 		Vars:     map[string]string{"cwd": a.workspace, "provider": cfg.Provider, "model": cfg.Model},
 	}
 	if a.m.opts.Persona != "" {

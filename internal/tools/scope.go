@@ -116,7 +116,12 @@ func (s *Scope) Lookup(name string) (Definition, bool) {
 }
 
 // Schemas returns what the model sees of every visible tool, sorted by name.
-func (s *Scope) Schemas() []llm.ToolSchema {
+func (s *Scope) Schemas() []llm.ToolSchema { return s.SchemasWithout("") }
+
+// SchemasWithout is Schemas leaving out the tools of one access (the
+// driver leaves out network tools while a session's network is off, so the
+// model is not offered a tool that can only be refused).
+func (s *Scope) SchemasWithout(omit Access) []llm.ToolSchema {
 	visible := map[string]*entry{}
 	globals := s.reg.snapshot()
 	s.mu.RLock()
@@ -131,6 +136,9 @@ func (s *Scope) Schemas() []llm.ToolSchema {
 	s.mu.RUnlock()
 	out := make([]llm.ToolSchema, 0, len(visible))
 	for _, e := range visible {
+		if omit != "" && e.def.Access == omit {
+			continue
+		}
 		out = append(out, e.def.Schema())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
