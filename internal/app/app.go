@@ -135,7 +135,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
-	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN})
+	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN, IdleTxTimeout: cfg.Replica.LeaseTTL / 2})
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,18 @@ type Config struct {
 	// BusyTimeout is SQLite's busy_timeout (default 5s): how long a
 	// statement waits for a lock held by another connection. SQLite only.
 	BusyTimeout time.Duration
+	// IdleTxTimeout is PostgreSQL's idle_in_transaction_session_timeout
+	// (default 4s): the server ends a transaction whose client stopped
+	// sending for that long. A replica paused (or wedged) mid-commit would
+	// otherwise hold its row locks, on the session row among them, and
+	// block the takeover of its sessions for as long as it stays paused.
+	// Replicas set it under the lease TTL. PostgreSQL only.
+	IdleTxTimeout time.Duration
 }
+
+// DefaultIdleTxTimeout is Config.IdleTxTimeout's default: half the default
+// lease TTL.
+const DefaultIdleTxTimeout = 4 * time.Second
 
 // DB is an open database: W is the single writer, R the reader pool. On
 // PostgreSQL both are the same pool.

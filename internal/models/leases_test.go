@@ -258,3 +258,49 @@ func sessionHead(t *testing.T, s *Store, id string) int64 {
 	}
 	return row.Head
 }
+
+// An owner paused in the middle of a commit holds the session row's lock:
+// the server ends its transaction after IdleTxTimeout, so the takeover
+// waits for that, not for the owner to wake (it might never).
+func TestPausedTransactionDoesNotBlockTakeover(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv(pgDSNEnv)
+	if dsn == "" {
+		t.Skip("!!! SKIPPING: session leases need PostgreSQL; set " + pgDSNEnv + " (.ci/run does) !!!")
+	}
+	schemaDSN, _ := postgresSchema(t, dsn)
+	const idle = 300 * time.Millisecond
+	db, err := Open(t.Context(), testLogger(t), Config{Driver: DriverPostgres, DSN: schemaDSN, IdleTxTimeout: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	s := newTestStore(t, db, WriterOptions{})
+	sess := mustCreate(t, s, &Session{OwnerID: "u"})
+	a, b := registered(t, db, "a", time.Minute), registered(t, db, "b", time.Minute)
+	if _, err := a.Acquire(t.Context(), sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A's writer has updated the head and stops before COMMIT.
+	tx, err := db.w.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(t.Context(), `UPDATE sessions SET head = head WHERE id = $1`, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	expire(t, db, sess.ID)
+
+	ctx := ctxTimeout(t, 20*idle)
+	epoch, err := b.Acquire(ctx, sess.ID)
+	if err != nil {
+		t.Fatalf("takeover behind a paused transaction: %v (the lock was never released)", err)
+	}
+	if epoch != 2 {
+		t.Fatalf("epoch %d, want 2", epoch)
+	}
+	// A wakes: its transaction is gone.
+	if err := tx.Commit(); err == nil {
+		t.Fatal("the paused transaction committed after the takeover")
+	}
+}

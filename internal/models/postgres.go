@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 )
@@ -20,12 +23,19 @@ func openPostgres(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err
 	}
 	// The DSN may hold a password: never echo it in errors.
 	wrap := func(err error) error { return fmt.Errorf("open postgres database: %w", err) }
-	g, err := gorm.Open(postgres.New(postgres.Config{DSN: cfg.DSN}), gormConfig(log))
+	pc, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, wrap(err)
+		return nil, errors.New("open postgres database: the DSN does not parse")
 	}
-	pool, err := g.DB()
+	idle := cfg.IdleTxTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTxTimeout
+	}
+	pc.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(idle.Milliseconds(), 1), 10)
+	pool := stdlib.OpenDB(*pc)
+	g, err := gorm.Open(postgres.New(postgres.Config{Conn: pool}), gormConfig(log))
 	if err != nil {
+		_ = pool.Close()
 		return nil, wrap(err)
 	}
 	db := &DB{W: g, R: g, Driver: DriverPostgres, w: pool, r: pool, dsn: cfg.DSN, closers: []io.Closer{pool}}
