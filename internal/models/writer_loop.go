@@ -148,7 +148,7 @@ func (w *Writer) write(parts []*part) bool {
 		if p.err = p.check(); p.err != nil {
 			continue
 		}
-		if p.update, p.rows, p.tail, p.err = encodeRows(p.st.id, p.evs, p.prevTail); p.err != nil {
+		if p.update, p.rows, p.tail, p.err = encodeRows(p.st.id, p.evs, w.tx.extendable(p.prevTail)); p.err != nil {
 			continue
 		}
 		ok = append(ok, p)

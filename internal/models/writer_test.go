@@ -2,8 +2,11 @@ package models
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -485,4 +488,77 @@ func TestWriterOnBatch(t *testing.T) {
 	if events != 30 || batches == 0 || uint64(batches) != s.W.Stats().Batches {
 		t.Fatalf("OnBatch saw %d events in %d batches; stats %+v", events, batches, s.W.Stats())
 	}
+}
+
+// A streaming session committed a few deltas at a time: SQLite extends its
+// groups up to maxGroupBytes, PostgreSQL never rewrites a stored group
+// longer than pgRewriteMax (each rewrite is a whole new row version), and
+// both read back every event.
+func TestWriterGroupRewritesAreBounded(t *testing.T) {
+	t.Parallel()
+	forEachDB(t, func(t *testing.T, db *DB) {
+		s := newTestStore(t, db, WriterOptions{})
+		sess := mustCreate(t, s, &Session{OwnerID: "owner"})
+		l := session.New(session.Header{ID: sess.ID}, session.Options{})
+		type stored struct {
+			n    int
+			size int
+		}
+		snapshot := func() map[int64]stored {
+			rows, err := db.R.Raw(`SELECT seq, n, length(body) FROM log_rows WHERE log_key = (SELECT log_key FROM sessions WHERE id = ?)`, sess.ID).Rows()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			out := map[int64]stored{}
+			for rows.Next() {
+				var seq int64
+				var r stored
+				if err := rows.Scan(&seq, &r.n, &r.size); err != nil {
+					t.Fatal(err)
+				}
+				out[seq] = r
+			}
+			return out
+		}
+		var evs []session.Event
+		prev := map[int64]stored{}
+		largest := 0
+		const commits, perCommit = 200, 4
+		for range commits {
+			for range perCommit {
+				// Text S2 cannot shrink, so stored sizes are the groups'.
+				sum := sha256.Sum256([]byte(fmt.Sprint(len(evs))))
+				e := delta(t, l, 1, hex.EncodeToString(sum[:20]))
+				evs = append(evs, e)
+				s.W.Enqueue(sess.ID, e)
+			}
+			if err := s.Flush(t.Context(), sess.ID); err != nil {
+				t.Fatal(err)
+			}
+			now := snapshot()
+			for seq, was := range prev {
+				if db.Driver == DriverPostgres && was.size > pgRewriteMax && now[seq] != was {
+					t.Fatalf("the group at seq %d (%d bytes stored) was rewritten: %+v -> %+v", seq, was.size, was, now[seq])
+				}
+			}
+			for _, r := range now {
+				largest = max(largest, r.n)
+			}
+			prev = now
+		}
+		got, err := s.EventsSince(t.Context(), sess.ID, -1, 0)
+		if err != nil || len(got) != len(evs) {
+			t.Fatalf("%d events read back, want %d: %v", len(got), len(evs), err)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].Data, evs[i].Data) {
+				t.Fatalf("event %d: %s, want %s", i, got[i].Data, evs[i].Data)
+			}
+		}
+		// SQLite's groups grow to the run limit across commits.
+		if db.Driver == DriverSQLite && largest != maxRun {
+			t.Fatalf("largest SQLite group holds %d events, want %d", largest, maxRun)
+		}
+	})
 }
