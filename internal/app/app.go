@@ -184,7 +184,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	if err := builtin.Register(a.Tools, builtin.Options{WebFetch: fetch}); err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	if err := a.setupMCP(opts.Getenv); err != nil {
+	if err := a.setupMCP(ctx, opts.Getenv); err != nil {
 		return nil, err
 	}
 	a.Manager = driver.NewManager(log, driverstore.Store{S: a.Store}, driver.Options{
@@ -266,7 +266,7 @@ func (a *App) setupProviders(ctx context.Context, opts Options) error {
 		return err
 	}
 	def := demo.Info()
-	a.Routes = routes.New(routes.Deps{Log: a.Log, Registry: a.Providers, Store: a.Settings})
+	a.Routes = routes.New(routes.Deps{Log: a.Log, Registry: a.Providers, Store: a.Settings, OnChange: a.settingsChanged(replica.SettingsRoutes)})
 	fromEnv, err := a.Routes.LoadEnv(opts.Getenv)
 	if err != nil {
 		return err

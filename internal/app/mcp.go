@@ -6,30 +6,33 @@ import (
 
 	"harness/internal/driver"
 	"harness/internal/mcp"
+	"harness/internal/replica"
 	"harness/internal/tools"
 )
 
 // setupMCP reads the MCP servers' config file (HARNESS_MCP_CONFIG) and
-// builds the manager that connects sessions to them; it starts nothing.
-func (a *App) setupMCP(getenv func(string) string) error {
+// those an admin added in Settings, and builds the manager that connects
+// sessions to them; it starts nothing.
+func (a *App) setupMCP(ctx context.Context, getenv func(string) string) error {
 	cfg, err := mcp.LoadConfig(a.Config.MCPConfig, getenv)
 	if err != nil {
 		return err
 	}
-	a.MCP = mcp.New(cfg, mcp.Options{Log: a.Log, Getenv: getenv})
-	for _, s := range cfg.Servers {
+	a.MCP = mcp.New(cfg, mcp.Options{Log: a.Log, Getenv: getenv, Store: a.Settings, OnChange: a.settingsChanged(replica.SettingsMCP)})
+	if err := a.MCP.Load(ctx); err != nil {
+		return err
+	}
+	for _, s := range a.MCP.Servers() {
 		// Target never holds secrets (no headers, env values or URL query).
-		a.Log.Info("MCP server configured", "server", s.Name, "transport", s.Transport(), "target", s.Target(), "readOnly", s.ReadOnly)
+		a.Log.Info("MCP server configured", "server", s.Name, "origin", s.Origin, "transport", s.Transport(), "target", s.Target(), "readOnly", s.ReadOnly)
 	}
 	return nil
 }
 
-// sessionTools is what the driver gets: nothing when no server is
-// configured, so sessions pay nothing for the feature.
+// sessionTools is what the driver gets. A session's set costs nothing
+// while no server is configured, and follows servers added in Settings
+// later.
 func (a *App) sessionTools() driver.SessionTools {
-	if len(a.MCP.Servers()) == 0 {
-		return nil
-	}
 	return MCPTools{M: a.MCP}
 }
 

@@ -113,7 +113,29 @@ func (a *App) setupReplica() {
 	a.Replica = replica.New(replica.Deps{
 		Log: a.Log, ID: a.Leases.ID(), Key: a.replicaKey,
 		Bus: a.DB, Store: a.Store, Leases: a.Leases, Manager: a.Manager, TTL: a.Leases.TTL(),
+		ReloadSettings: a.reloadSettings,
 	})
+}
+
+// settingsChanged returns what routes and MCP call after an admin's change:
+// on PostgreSQL the other replicas are told to read kind again.
+func (a *App) settingsChanged(kind string) func() {
+	return func() {
+		if a.Replica != nil {
+			a.Replica.SettingsChanged(kind)
+		}
+	}
+}
+
+// reloadSettings reads settings another replica changed.
+func (a *App) reloadSettings(ctx context.Context, kind string) error {
+	switch kind {
+	case replica.SettingsRoutes:
+		return a.Routes.Load(ctx)
+	case replica.SettingsMCP:
+		return a.MCP.Load(ctx)
+	}
+	return nil
 }
 
 // wsRemote is the hub's view of the replica (nil on SQLite).

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,6 +37,8 @@ type Config struct {
 type Server struct {
 	// Name prefixes its tools: NAME__TOOL.
 	Name string
+	// Origin says where the server was configured.
+	Origin Origin
 	// Command, Args: a stdio server, started in each session's sandbox with
 	// the workspace as its working directory.
 	Command string
@@ -60,6 +64,24 @@ type Server struct {
 	// and listing.
 	CallTimeout  time.Duration
 	StartTimeout time.Duration
+}
+
+// Origin is where a server was configured.
+type Origin string
+
+const (
+	OriginFile     Origin = "file"     // HARNESS_MCP_CONFIG
+	OriginSettings Origin = "settings" // added by an admin in Settings
+)
+
+// sameAs reports whether a connection made for s also serves o: every
+// field equal, secrets included (a new header value needs a new
+// connection).
+func (s Server) sameAs(o Server) bool {
+	return s.Name == o.Name && s.Origin == o.Origin && s.Command == o.Command && slices.Equal(s.Args, o.Args) &&
+		maps.Equal(s.Env, o.Env) && slices.Equal(s.EnvAllow, o.EnvAllow) && slices.Equal(s.ReadOnlyPaths, o.ReadOnlyPaths) &&
+		s.URL == o.URL && maps.Equal(s.Headers, o.Headers) && s.ReadOnly == o.ReadOnly &&
+		s.CallTimeout == o.CallTimeout && s.StartTimeout == o.StartTimeout
 }
 
 // Transport names the server's transport for pages and logs.
@@ -140,7 +162,7 @@ func ParseConfig(b []byte, getenv func(string) string) (Config, error) {
 	sort.Strings(names)
 	var cfg Config
 	for _, n := range names {
-		s, err := checkServer(n, doc.Servers[n], getenv)
+		s, err := checkServer(n, doc.Servers[n], func(v string) (string, error) { return expand(v, getenv) })
 		if err != nil {
 			return Config{}, fmt.Errorf("server %q: %w", n, err)
 		}
@@ -149,7 +171,10 @@ func ParseConfig(b []byte, getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-func checkServer(name string, f fileServer, getenv func(string) string) (Server, error) {
+// checkServer validates one server; value turns a configured env or
+// header value into the one used (the file's ${NAME} expansion, or as
+// written for Settings).
+func checkServer(name string, f fileServer, value func(string) (string, error)) (Server, error) {
 	if !serverNamePattern.MatchString(name) {
 		return Server{}, fmt.Errorf("the name must match %s (it prefixes the tools' names)", serverNamePattern)
 	}
@@ -180,7 +205,7 @@ func checkServer(name string, f fileServer, getenv func(string) string) (Server,
 			if k == "" || http.CanonicalHeaderKey(k) == "" || strings.ContainsAny(k, " :\r\n") {
 				return Server{}, fmt.Errorf("header name %q is invalid", k)
 			}
-			ev, err := expand(v, getenv)
+			ev, err := value(v)
 			if err != nil {
 				return Server{}, fmt.Errorf("header %s: %w", k, err)
 			}
@@ -198,7 +223,7 @@ func checkServer(name string, f fileServer, getenv func(string) string) (Server,
 			if !envNamePattern.MatchString(k) {
 				return Server{}, fmt.Errorf("env name %q is invalid", k)
 			}
-			ev, err := expand(v, getenv)
+			ev, err := value(v)
 			if err != nil {
 				return Server{}, fmt.Errorf("env %s: %w", k, err)
 			}

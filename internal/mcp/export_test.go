@@ -11,7 +11,7 @@ func (m *Manager) ServerPID(sessionID, server string) int {
 	if s == nil {
 		return 0
 	}
-	for _, c := range s.conns {
+	for _, c := range s.connections() {
 		if c.srv.Name != server {
 			continue
 		}

@@ -49,20 +49,32 @@ type Options struct {
 	// Dial, when set, replaces how a connection's transport is made (tests
 	// connect in-process SDK servers through it).
 	Dial Dialer
+	// Store keeps the servers added in Settings (catalog.go); nil: only the
+	// config file's.
+	Store Store
+	// OnChange is called after an admin's change was stored and applied
+	// (replicas tell the others, which Load again); nil: nothing.
+	OnChange func()
 }
 
 // Manager holds the configured servers and every live session's
 // connections. It is safe for concurrent use.
 type Manager struct {
-	log     *slog.Logger
-	servers []Server
-	opts    Options
+	log  *slog.Logger
+	file []Server // from the config file, fixed at start
+	opts Options
 
-	mu   sync.Mutex
-	sets map[string]*Set // by session id
+	mu sync.Mutex
+	// servers are the file's and then Settings' servers (catalog.go); a
+	// change replaces the slice, and each session's set follows it at its
+	// next step's assembly.
+	servers []Server
+	stored  []Server        // Settings' servers, as last loaded
+	sets    map[string]*Set // by session id
 }
 
-// New builds a manager for cfg's servers; it starts nothing.
+// New builds a manager for cfg's servers; it starts nothing. Servers
+// added in Settings come with Load when Options.Store is set.
 func New(cfg Config, o Options) *Manager {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -70,11 +82,16 @@ func New(cfg Config, o Options) *Manager {
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
-	return &Manager{log: o.Log, servers: cfg.Servers, opts: o, sets: map[string]*Set{}}
+	for i := range cfg.Servers {
+		cfg.Servers[i].Origin = OriginFile
+	}
+	return &Manager{log: o.Log, file: cfg.Servers, servers: cfg.Servers, opts: o, sets: map[string]*Set{}}
 }
 
-// Servers returns the configured servers.
+// Servers returns the configured servers: the file's, then Settings'.
 func (m *Manager) Servers() []Server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return append([]Server(nil), m.servers...)
 }
 
@@ -83,10 +100,10 @@ func (m *Manager) Servers() []Server {
 // session again replaces (and closes) the previous set.
 func (m *Manager) Open(sessionID, workspace string, confine Confine) *Set {
 	s := &Set{m: m, sessionID: sessionID, workspace: workspace, confine: confine}
+	m.mu.Lock()
 	for _, srv := range m.servers {
 		s.conns = append(s.conns, newConn(s, srv))
 	}
-	m.mu.Lock()
 	prev := m.sets[sessionID]
 	m.sets[sessionID] = s
 	m.mu.Unlock()
@@ -118,6 +135,7 @@ type Set struct {
 	confine   Confine
 	conns     []*conn
 
+	// mu guards closed and conns' membership (follow replaces conns).
 	mu     sync.Mutex
 	closed bool
 }
@@ -128,14 +146,15 @@ type Set struct {
 // server that cannot be reached contributes its last list (none before
 // its first); the error is logged and shown in Settings.
 func (s *Set) Tools(ctx context.Context) ([]tools.Definition, uint64) {
+	conns := s.follow()
 	var wg sync.WaitGroup
-	for _, c := range s.conns {
+	for _, c := range conns {
 		wg.Go(func() { c.refresh(ctx) })
 	}
 	wg.Wait()
 	var defs []tools.Definition
 	h := fnv.New64a()
-	for _, c := range s.conns {
+	for _, c := range conns {
 		d, sum := c.definitions()
 		defs = append(defs, d...)
 		h.Write(sum)
@@ -152,6 +171,7 @@ func (s *Set) Close() {
 		return
 	}
 	s.closed = true
+	conns := s.conns
 	s.mu.Unlock()
 	s.m.mu.Lock()
 	if s.m.sets[s.sessionID] == s {
@@ -159,10 +179,56 @@ func (s *Set) Close() {
 	}
 	s.m.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, c := range s.conns {
+	for _, c := range conns {
 		wg.Go(c.close)
 	}
 	wg.Wait()
+}
+
+// follow brings the set's connections in line with the manager's servers:
+// a connection to a server that was removed or changed is closed (its
+// calls fail with a tool error), one to a new or changed server is made
+// (it starts on first use); the others, and their tool lists, stay. It
+// returns the connections in the servers' order.
+func (s *Set) follow() []*conn {
+	servers := s.m.Servers()
+	s.mu.Lock()
+	if s.closed {
+		conns := s.conns
+		s.mu.Unlock()
+		return conns
+	}
+	have := make(map[string]*conn, len(s.conns))
+	for _, c := range s.conns {
+		have[c.srv.Name] = c
+	}
+	next := make([]*conn, 0, len(servers))
+	changed := len(servers) != len(s.conns)
+	for i, srv := range servers {
+		c := have[srv.Name]
+		if c != nil && c.srv.sameAs(srv) {
+			delete(have, srv.Name)
+		} else {
+			c = newConn(s, srv)
+		}
+		changed = changed || i >= len(s.conns) || s.conns[i] != c
+		next = append(next, c)
+	}
+	if changed {
+		s.conns = next
+	}
+	s.mu.Unlock()
+	for _, old := range have {
+		go old.close() // the driver waits for Tools: never for a server's exit
+	}
+	return next
+}
+
+// connections returns the set's current connections.
+func (s *Set) connections() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*conn(nil), s.conns...)
 }
 
 func (s *Set) isClosed() bool {

@@ -9,6 +9,7 @@ import (
 // header or env value.
 type ServerStatus struct {
 	Name      string
+	Origin    Origin // the config file or Settings
 	Transport string // stdio | http
 	Target    string // the command line, or the URL without user info, query or fragment
 	ReadOnly  bool
@@ -44,13 +45,20 @@ func (m *Manager) Status() []ServerStatus {
 	}
 	m.mu.Unlock()
 	sort.Slice(sets, func(i, j int) bool { return sets[i].sessionID < sets[j].sessionID })
-	out := make([]ServerStatus, len(m.servers))
-	newest := make([]time.Time, len(m.servers))
-	for i, srv := range m.servers {
-		out[i] = ServerStatus{Name: srv.Name, Transport: srv.Transport(), Target: srv.Target(), ReadOnly: srv.ReadOnly, Timeout: srv.CallTimeout}
+	servers := m.Servers()
+	out := make([]ServerStatus, len(servers))
+	newest := make([]time.Time, len(servers))
+	index := make(map[string]int, len(servers))
+	for i, srv := range servers {
+		out[i] = ServerStatus{Name: srv.Name, Origin: srv.Origin, Transport: srv.Transport(), Target: srv.Target(), ReadOnly: srv.ReadOnly, Timeout: srv.CallTimeout}
+		index[srv.Name] = i
 	}
 	for _, s := range sets {
-		for i, c := range s.conns {
+		for _, c := range s.connections() {
+			i, ok := index[c.srv.Name]
+			if !ok || !c.srv.sameAs(servers[i]) {
+				continue // a connection the set drops at its next step
+			}
 			// A start holds the lock for up to its timeout: the page must
 			// not wait for it.
 			if !c.mu.TryLock() {

@@ -37,6 +37,8 @@ var schemaSteps = []schemaStep{
 	// The columns come from ProviderConfig through migrateModels; the
 	// step only records that this build has them (nulls: no prices).
 	{name: "model routes get prices and a context window"},
+	// The table comes from MCPServerRow through migrateModels.
+	{name: "MCP servers stored in Settings"},
 }
 
 // migrateModels brings every table, column and index to what the models

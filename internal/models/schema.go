@@ -141,10 +141,25 @@ type ProviderConfig struct {
 	KeyError error `gorm:"-"`
 }
 
+// MCPServerRow is an MCP server an admin added in Settings (servers from
+// HARNESS_MCP_CONFIG are not stored). Spec is its configuration without
+// secret values, as JSON in the config file's form (internal/mcp); Secrets
+// holds its env and header values, sealed as one JSON object (bound to
+// "mcp:<name>"), and is never returned to a browser.
+type MCPServerRow struct {
+	Name      string `gorm:"primaryKey;size:32"`
+	Spec      string `gorm:"type:text;not null"`
+	Secrets   string `gorm:"type:text;not null;default:''"`
+	UpdatedAt time.Time
+}
+
+// TableName keeps the table's name readable.
+func (MCPServerRow) TableName() string { return "mcp_servers" }
+
 // AllModels lists every table, in migration order.
 func AllModels() []any {
 	return []any{
 		&User{}, &LoginSession{}, &APIToken{}, &Session{}, &LogRow{},
-		&Member{}, &ShareLink{}, &Setting{}, &ProviderConfig{},
+		&Member{}, &ShareLink{}, &Setting{}, &ProviderConfig{}, &MCPServerRow{},
 	}
 }

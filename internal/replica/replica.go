@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"harness/internal/driver"
@@ -63,6 +64,9 @@ type Deps struct {
 	// Client sends requests to other replicas (default: a client with
 	// keep-alive connections).
 	Client *http.Client
+	// ReloadSettings reads settings of a kind (SettingsRoutes,
+	// SettingsMCP) again after another replica changed them; nil: none.
+	ReloadSettings func(ctx context.Context, kind string) error
 }
 
 // Replica is this process's part in the replica set.
@@ -84,6 +88,8 @@ type Replica struct {
 	mirrors map[string]*Mirror
 
 	out *outbox // live notifications to send, in order
+
+	connectedOnce atomic.Bool // the listener connected before
 }
 
 // New builds a replica's parts; Start starts them.
@@ -109,7 +115,7 @@ func (r *Replica) Start() {
 	r.wg.Add(3)
 	go func() {
 		defer r.wg.Done()
-		_ = r.d.Bus.Listen(r.base, r.log, []string{models.HeadsChannel, LiveChannel}, models.ListenHandler{
+		_ = r.d.Bus.Listen(r.base, r.log, []string{models.HeadsChannel, LiveChannel, SettingsChannel}, models.ListenHandler{
 			Notification: r.onNotification,
 			Connected:    r.onConnected,
 		})
@@ -200,6 +206,8 @@ func (r *Replica) onNotification(channel, payload string) {
 				m.announce(head)
 			}
 		}
+	case SettingsChannel:
+		r.onSettings(payload)
 	case LiveChannel:
 		var w liveWire
 		if err := json.Unmarshal([]byte(payload), &w); err != nil {
@@ -231,10 +239,14 @@ func (r *Replica) onNotification(channel, payload string) {
 // announced while it was away were missed, so every mirror catches up.
 func (r *Replica) onConnected() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, m := range r.mirrors {
 		m.kick()
 		m.kickState()
+	}
+	r.mu.Unlock()
+	if r.connectedOnce.Swap(true) {
+		// A change sent while the listener was away was missed.
+		r.reloadSettings(settingsKinds...)
 	}
 }
 

@@ -47,16 +47,20 @@ type Deps struct {
 	// Build makes a provider from its configuration; nil is openai.New.
 	// Every route, from the environment or stored, is built by it.
 	Build func(openai.Config) (llm.Provider, error)
+	// OnChange is called after an admin's change was stored and applied
+	// (replicas tell the others, which Load again); nil: nothing.
+	OnChange func()
 }
 
 // Routes applies model routes to the live registry and stores the admin's.
 // Routes registered by something else (the offline demo, the environment,
 // a test's providers) are left alone and their names are reserved.
 type Routes struct {
-	log   *slog.Logger
-	reg   *llm.Registry
-	store Store
-	build func(openai.Config) (llm.Provider, error)
+	log      *slog.Logger
+	reg      *llm.Registry
+	store    Store
+	build    func(openai.Config) (llm.Provider, error)
+	onChange func()
 
 	// mu serialises changes, so a save and a delete of one name cannot
 	// interleave between the store and the registry.
@@ -74,7 +78,11 @@ func New(d Deps) *Routes {
 	if build == nil {
 		build = func(cfg openai.Config) (llm.Provider, error) { return openai.New(cfg) }
 	}
-	return &Routes{log: log, reg: d.Registry, store: d.Store, build: build, managed: map[string]bool{}}
+	onChange := d.OnChange
+	if onChange == nil {
+		onChange = func() {}
+	}
+	return &Routes{log: log, reg: d.Registry, store: d.Store, build: build, onChange: onChange, managed: map[string]bool{}}
 }
 
 // envRoutes read the environment's routes, in registration order.
@@ -102,10 +110,11 @@ func (r *Routes) LoadEnv(getenv func(string) string) ([]llm.ProviderInfo, error)
 	return out, nil
 }
 
-// Load applies every stored route and the stored default. A route that
-// does not build is logged and skipped, so one bad row does not stop the
-// server. Call it after every other route is registered: a stored route
-// never shadows one of those.
+// Load applies every stored route and the stored default, and removes
+// the stored routes it applied before that are no longer stored (another
+// replica deleted them). A route that does not build is logged and
+// skipped, so one bad row does not stop the server. Call it after every
+// other route is registered: a stored route never shadows one of those.
 func (r *Routes) Load(ctx context.Context) error {
 	pcs, err := r.store.Providers(ctx)
 	if err != nil {
@@ -113,13 +122,21 @@ func (r *Routes) Load(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	stored := make(map[string]bool, len(pcs))
 	for _, pc := range pcs {
+		stored[pc.Name] = true
 		if r.reserved(pc.Name) {
 			r.log.WarnContext(ctx, "configured model route shadows a built-in route; skipped", "name", pc.Name)
 			continue
 		}
 		if err := r.applyLocked(pc); err != nil {
 			r.log.ErrorContext(ctx, "configured model route", "name", pc.Name, "err", err)
+		}
+	}
+	for name := range r.managed {
+		if !stored[name] {
+			r.reg.Unregister(name)
+			delete(r.managed, name)
 		}
 	}
 	return r.applyDefaultLocked(ctx)
@@ -147,6 +164,7 @@ func (r *Routes) Save(ctx context.Context, f Form) (string, error) {
 	if err != nil {
 		return pc.Name, err
 	}
+	defer r.onChange() // stored: the other replicas apply it too
 	if err := r.applyLocked(stored); err != nil {
 		return pc.Name, inputf("saved, but the route does not work: %s", err)
 	}
@@ -163,6 +181,7 @@ func (r *Routes) Delete(ctx context.Context, name string) error {
 	if err := r.store.DeleteProvider(ctx, name); err != nil {
 		return err
 	}
+	defer r.onChange()
 	r.reg.Unregister(name)
 	delete(r.managed, name)
 	return r.applyDefaultLocked(ctx)
@@ -183,6 +202,7 @@ func (r *Routes) SetDefault(ctx context.Context, provider, model string) error {
 	if err := r.store.SaveDefaultRoute(ctx, models.RouteSetting{Provider: provider, Model: model}); err != nil {
 		return err
 	}
+	defer r.onChange()
 	return r.applyDefaultLocked(ctx)
 }
 

@@ -102,6 +102,8 @@ const (
 	flashHostsSaved      flashKey = "hosts-saved"
 	flashNetworkSaved    flashKey = "network-saved"
 	flashFetchHostsSaved flashKey = "fetch-hosts-saved"
+	flashMCPSaved        flashKey = "mcp-saved"
+	flashMCPDeleted      flashKey = "mcp-deleted"
 	flashUserCreated     flashKey = "user-created"
 	flashRoleChanged     flashKey = "role-changed"
 	flashUserEnabled     flashKey = "user-enabled"
@@ -127,6 +129,8 @@ var flashMessages = map[flashKey]string{
 	flashHostsSaved:      "The clone hosts are saved.",
 	flashNetworkSaved:    "Network access is saved.",
 	flashFetchHostsSaved: "The web fetch hosts are saved.",
+	flashMCPSaved:        "The MCP server is saved; sessions use it from their next step.",
+	flashMCPDeleted:      "The MCP server is removed.",
 	flashUserCreated:     "User created.",
 	flashRoleChanged:     "Role changed.",
 	flashUserEnabled:     "User enabled.",

@@ -28,14 +28,18 @@ type UIDeps struct {
 	// Figures keeps the sessions' footer figures, shared with the live
 	// projections (nil: the page folds the stored log each time).
 	Figures *render.FigureBook
-	// MCP reports the configured MCP servers for Settings (nil: none).
-	MCP MCPStatus
+	// MCP reports and changes the MCP servers for Settings (nil: none).
+	MCP MCPServers
 }
 
-// MCPStatus reports the configured MCP servers and the live sessions'
-// connections (mcp.Manager).
-type MCPStatus interface {
+// MCPServers reports the configured MCP servers and the live sessions'
+// connections, and adds, edits and removes those of Settings
+// (mcp.Manager).
+type MCPServers interface {
 	Status() []mcp.ServerStatus
+	Stored(ctx context.Context) ([]mcp.StoredView, error)
+	Save(ctx context.Context, f mcp.Form) error
+	Delete(ctx context.Context, name string) error
 }
 
 // History reads a session's stored events a page at a time, cut on

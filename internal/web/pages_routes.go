@@ -44,6 +44,8 @@ func (s *Server) pageRoutes() {
 	s.e.POST("/settings/git-hosts", s.pageSaveGitHosts, admin)
 	s.e.POST("/settings/fetch-hosts", s.pageSaveFetchHosts, admin)
 	s.e.POST("/settings/network", s.pageSaveRouteNetwork, admin)
+	s.e.POST("/settings/mcp", s.pageSaveMCP, admin)
+	s.e.POST("/settings/mcp/:name/delete", s.pageDeleteMCP, admin)
 	s.e.POST("/sessions/:id/network", s.pageSetNetwork, admin)
 
 	s.e.GET("/admin/users", s.pageAdminUsers, admin)

@@ -39,29 +39,11 @@ func (s *Server) renderSettings(c echo.Context, status int, flashMsg, errMsg str
 		for _, r := range list {
 			v.Routes = append(v.Routes, routeView(r))
 		}
-		v.MCP = s.mcpViews()
+		if v.MCP, err = s.mcpViews(ctx); err != nil {
+			return err
+		}
 	}
 	return renderComponent(c, status, templates.SettingsPage(v))
-}
-
-// mcpViews is the MCP part of Settings (admins).
-func (s *Server) mcpViews() []templates.MCPServerView {
-	if s.ui.MCP == nil {
-		return nil
-	}
-	var out []templates.MCPServerView
-	for _, st := range s.ui.MCP.Status() {
-		v := templates.MCPServerView{Name: st.Name, Transport: st.Transport, Target: st.Target, ReadOnly: st.ReadOnly,
-			Timeout: st.Timeout.String(), Skipped: st.Skipped}
-		for _, c := range st.Sessions {
-			v.Sessions = append(v.Sessions, templates.MCPSessionView{Session: c.Session, State: string(c.State), Error: c.Error})
-		}
-		for _, t := range st.Tools {
-			v.Tools = append(v.Tools, templates.MCPToolView{Name: t.Name, Description: t.Description})
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 // routeView is a route as the settings page shows it.

@@ -202,7 +202,14 @@ type SettingsView struct {
 	// the workspace roots, clone hosts and network switches.
 	Sandbox SandboxView
 	// MCP are the configured MCP servers (admins only; docs/mcp.md).
-	MCP []MCPServerView
+	MCP MCPView
+}
+
+// MCPView is the MCP part of Settings.
+type MCPView struct {
+	Servers []MCPServerView
+	// Editable: servers can be added here (Settings keeps them).
+	Editable bool
 }
 
 // MCPServerView is one configured MCP server in Settings: where it runs
@@ -217,6 +224,25 @@ type MCPServerView struct {
 	Sessions  []MCPSessionView
 	Tools     []MCPToolView
 	Skipped   []string
+	// FromFile: configured in HARNESS_MCP_CONFIG (read-only here).
+	FromFile bool
+	// Form is the edit form of a server added in Settings.
+	Form *MCPFormView
+	// Error says why a stored server is not in use.
+	Error string
+}
+
+// MCPFormView is the add or edit form of a server kept in Settings. Env
+// and Headers list the stored names with empty values: values are
+// write-only.
+type MCPFormView struct {
+	Name, Transport, Command, Args, Env, EnvAllow, ReadOnlyPaths string
+	URL, Headers                                                 string
+	// StoredURL is the stored URL without user info, query or fragment
+	// (an empty URL field keeps the stored URL).
+	StoredURL             string
+	ReadOnly              bool
+	Timeout, StartTimeout string
 }
 
 // MCPSessionView is one live session's connection to a server.
