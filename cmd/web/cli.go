@@ -15,6 +15,7 @@ import (
 	"harness/internal/auth"
 	"harness/internal/config"
 	"harness/internal/models"
+	"harness/internal/replica"
 )
 
 const cliUsage = `usage: web [flags] to serve (see -h), or one of these commands.
@@ -81,8 +82,20 @@ func RunCLI(ctx context.Context, cfg config.Config, args []string, stdin io.Read
 	}
 	defer db.Close()
 	svc := auth.NewService(log, models.NewAuthStore(db), auth.Options{})
+	var changes []auth.AccessChange
+	svc.SubscribeAccess(func(c auth.AccessChange) { changes = append(changes, c) })
 	std := cliIO{in: stdin, out: stdout, err: stderr}
-	return true, cmd.run(ctx, svc, std, pos, opts)
+	err = cmd.run(ctx, svc, std, pos, opts)
+	// On PostgreSQL the running replicas cut the access taken away here at
+	// once; on SQLite the server sees it at its sockets' next keepalive.
+	if db.Driver == models.DriverPostgres {
+		for _, c := range changes {
+			if nerr := replica.NotifyAccess(ctx, db, "cli", c); nerr != nil {
+				log.Warn("tell the running servers about the change", "err", nerr)
+			}
+		}
+	}
+	return true, err
 }
 
 // cliIO are the command's streams.

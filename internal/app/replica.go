@@ -114,7 +114,11 @@ func (a *App) setupReplica() {
 		Log: a.Log, ID: a.Leases.ID(), Key: a.replicaKey,
 		Bus: a.DB, Store: a.Store, Leases: a.Leases, Manager: a.Manager, TTL: a.Leases.TTL(),
 		ReloadSettings: a.reloadSettings,
+		RemoteAccess:   a.Auth.PublishRemote,
 	})
+	// Access taken away here is cut on the other replicas' sockets too.
+	// The subscription lasts as long as the process.
+	a.Auth.SubscribeAccess(a.Replica.AccessChanged)
 }
 
 // settingsChanged returns what routes and MCP call after an admin's change:

@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"harness/client"
+	"harness/internal/ws"
 	"slices"
 	"testing"
 	"time"
@@ -42,4 +44,46 @@ func TestReplicasFollowSettingsChanges(t *testing.T) {
 	}
 	poll.Eventually(t, "B to remove the route", func() bool { return !hasRoute() }, poll.Within(10*time.Second))
 	poll.Eventually(t, "B to remove the MCP server", func() bool { return !hasServer() }, poll.Within(10*time.Second))
+}
+
+// A token revoked on replica A cuts the socket its holder opened on
+// replica B at once (close 4401), not at B's next keepalive.
+func TestReplicasCutRevokedAccess(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgSchema(t)
+	a := replica(t, dsn, "replica-a", time.Minute)
+	b := replica(t, dsn, "replica-b", time.Minute)
+	ctx := t.Context()
+	u := a.User(t, "alice", false)
+	s, err := u.Client.CreateSession(ctx, client.NewSession{Title: "revoked elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := a.Auth.ListTokens(ctx, "alice")
+	if err != nil || len(tokens) != 1 {
+		t.Fatalf("tokens %+v, %v", tokens, err)
+	}
+	cn, err := client.New(b.URL, client.WithToken(u.Token)).Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cn.Close() })
+	if _, err := cn.Subscribe(ctx, s.ID, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Auth.RevokeToken(ctx, "alice", tokens[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	// B's keepalive is 20 s away.
+	poll.Eventually(t, "B to close the socket", func() bool {
+		select {
+		case <-cn.Done():
+			return true
+		default:
+			return false
+		}
+	}, poll.Within(3*time.Second))
+	if st := client.CloseStatus(cn.Err()); st != int(ws.CloseRevoked) {
+		t.Fatalf("socket ended with %v, want close %d", cn.Err(), ws.CloseRevoked)
+	}
 }

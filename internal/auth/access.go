@@ -21,6 +21,10 @@ type AccessChange struct {
 	CredentialID string
 	// ShareLinkID: this share link was revoked.
 	ShareLinkID string
+	// Remote: the change was made by another process (a replica on the
+	// same database) and reached this one through PublishRemote; listeners
+	// that pass changes on to other processes skip it.
+	Remote bool
 }
 
 // notices fans AccessChanges out to listeners.
@@ -49,6 +53,13 @@ func (s *Service) SubscribeAccess(fn func(AccessChange)) (cancel func()) {
 		defer n.mu.Unlock()
 		delete(n.fns, id)
 	}
+}
+
+// PublishRemote reports a change another process made (and stored) to
+// this process's listeners, marked Remote.
+func (s *Service) PublishRemote(c AccessChange) {
+	c.Remote = true
+	s.notify(context.Background(), c)
 }
 
 // notify reports c to every listener; a panicking listener is logged and

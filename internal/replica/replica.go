@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"harness/internal/auth"
 	"harness/internal/driver"
 	"harness/internal/models"
 	"harness/internal/session"
@@ -67,6 +68,9 @@ type Deps struct {
 	// ReloadSettings reads settings of a kind (SettingsRoutes,
 	// SettingsMCP) again after another replica changed them; nil: none.
 	ReloadSettings func(ctx context.Context, kind string) error
+	// RemoteAccess receives the access changes other replicas made
+	// (auth.Service.PublishRemote); it must not block. nil: ignored.
+	RemoteAccess func(auth.AccessChange)
 }
 
 // Replica is this process's part in the replica set.
@@ -115,7 +119,7 @@ func (r *Replica) Start() {
 	r.wg.Add(3)
 	go func() {
 		defer r.wg.Done()
-		_ = r.d.Bus.Listen(r.base, r.log, []string{models.HeadsChannel, LiveChannel, SettingsChannel}, models.ListenHandler{
+		_ = r.d.Bus.Listen(r.base, r.log, []string{models.HeadsChannel, LiveChannel, SettingsChannel, AccessChannel}, models.ListenHandler{
 			Notification: r.onNotification,
 			Connected:    r.onConnected,
 		})
@@ -208,6 +212,8 @@ func (r *Replica) onNotification(channel, payload string) {
 		}
 	case SettingsChannel:
 		r.onSettings(payload)
+	case AccessChannel:
+		r.onAccess(payload)
 	case LiveChannel:
 		var w liveWire
 		if err := json.Unmarshal([]byte(payload), &w); err != nil {
