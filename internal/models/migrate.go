@@ -37,6 +37,9 @@ var schemaSteps = []schemaStep{
 	// The columns come from ProviderConfig through migrateModels; the
 	// step only records that this build has them (nulls: no prices).
 	{name: "model routes get prices and a context window"},
+	// The column comes from Session through migrateModels (default "":
+	// every older session is an ordinary one).
+	{name: "sessions get a kind (subagent children)"},
 }
 
 // migrateModels brings every table, column and index to what the models

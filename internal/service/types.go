@@ -23,10 +23,13 @@ const (
 
 // SessionRow is a session as a list (and the sidebar) shows it.
 type SessionRow struct {
-	ID       string                 `json:"id"`
-	Title    string                 `json:"title"`
-	OwnerID  string                 `json:"ownerId"`
-	ParentID string                 `json:"parentId,omitempty"`
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	OwnerID  string `json:"ownerId"`
+	ParentID string `json:"parentId,omitempty"`
+	// Kind is "subagent" for a subagent's session (ParentID is the
+	// parent whose task call runs it); absent for ordinary sessions.
+	Kind     string                 `json:"kind,omitempty"`
 	Provider string                 `json:"provider"`
 	Model    string                 `json:"model"`
 	Mode     session.PermissionMode `json:"mode"`

@@ -285,7 +285,8 @@ func (s *Stack) buildProviders() {
 // start builds a manager (compaction installed when asked) and a service
 // over it.
 func (s *Stack) start() {
-	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces, Network: s.Workspaces.Network}
+	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces, Network: s.Workspaces.Network,
+		Children: driverstore.Store{S: s.Store}}
 	if s.opts.Plain {
 		mopts.Confiner = workspace.Plain{Sandbox: s.Sandbox}
 	}
