@@ -214,7 +214,7 @@ func (a *Agent) runTask(ctx context.Context, env *toolEnv, call *tools.Call) (to
 	<-child.WhenIdle()
 
 	out := lastTurnOutcome(child.log)
-	meta.Reason, meta.Requests = out.reason.Kind, out.requests
+	meta.Reason, meta.Requests, meta.Cost, meta.Priced = out.reason.Kind, out.requests, out.cost, out.priced
 	if out.requests > 0 {
 		u := out.usage
 		meta.Usage = &u
@@ -296,6 +296,8 @@ type turnOutcome struct {
 	text     string
 	usage    llm.Usage
 	requests int
+	cost     float64
+	priced   int
 }
 
 // lastTurnOutcome reads the last turn of l (from its last turn/start).
@@ -317,6 +319,10 @@ func lastTurnOutcome(l *session.Log) turnOutcome {
 			if am.Usage != nil {
 				out.usage = out.usage.Add(*am.Usage)
 				out.requests++
+				if am.Price != nil {
+					out.cost += am.Price.Cost(*am.Usage)
+					out.priced++
+				}
 			}
 			if t := am.Message.Text(); strings.TrimSpace(t) != "" {
 				out.text = t

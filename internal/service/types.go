@@ -7,6 +7,7 @@ import (
 	"harness/internal/auth"
 	"harness/internal/driver"
 	"harness/internal/llm"
+	"harness/internal/models"
 	"harness/internal/session"
 )
 
@@ -20,6 +21,9 @@ const (
 	DefaultEventsLimit = 500
 	MaxEventsLimit     = 5000
 )
+
+// KindSubagent is SessionRow.Kind of a subagent's session.
+const KindSubagent = models.KindSubagent
 
 // SessionRow is a session as a list (and the sidebar) shows it.
 type SessionRow struct {

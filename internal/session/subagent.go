@@ -32,4 +32,8 @@ type SubagentMeta struct {
 	Reason      ReasonKind `json:"reason,omitempty"` // the child turn's end
 	Usage       *llm.Usage `json:"usage,omitempty"`
 	Requests    int        `json:"requests,omitempty"`
+	// Cost sums the priced requests' costs (Priced of them), as the
+	// child's own usage row prices them.
+	Cost   float64 `json:"cost,omitempty"`
+	Priced int     `json:"priced,omitempty"`
 }
