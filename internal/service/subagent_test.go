@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"harness/internal/driver"
 	"harness/internal/llm"
 	"harness/internal/models"
+	"harness/internal/render"
 	"harness/internal/service"
 	"harness/internal/session"
 	"harness/internal/testkit"
@@ -329,5 +331,89 @@ func TestCancelParentCancelsSubagent(t *testing.T) {
 	}
 	if child.Status() != driver.StatusIdle {
 		t.Error("the child still runs")
+	}
+}
+
+// A stored parent with a child survives a restart: the parent's page
+// (what the chat page folds) shows the task card linked to the child, the
+// child's log loads for the parent's readers, its reloaded agent still
+// takes no input and is offered no task; a restart in the middle of a
+// task ends both turns aborted and starts nothing again.
+func TestSubagentAfterRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.shared(service.NewSession{Mode: session.ModeAsk})
+	e.run(e.alice, s.ID, taskCall("Say hello", "hello"))
+	childID := e.started(s.ID)[0].Session
+
+	e.app.Restart()
+	e.svc = e.app.Service
+	ctx := t.Context()
+	page, err := e.svc.PageSession(ctx, e.dave, s.ID, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := render.NewMarkdown().Fold(page.Events, render.FoldOptions{ViewerID: e.dave.UserID})
+	var card *render.ToolItem
+	for _, it := range tr.Items {
+		if ti, ok := it.(*render.ToolItem); ok && ti.Name == "task" {
+			card = ti
+		}
+	}
+	if card == nil || card.Subagent == nil || card.Subagent.Session != childID || card.Status != render.ToolOK || card.Subagent.Usage == nil {
+		t.Fatalf("the task card after a restart: %+v", card)
+	}
+	evs, err := e.svc.Events(ctx, e.dave, childID, -1, 500)
+	if err != nil || len(evs.Events) == 0 {
+		t.Fatalf("the child's events after a restart: %d, %v", len(evs.Events), err)
+	}
+	ag, err := e.app.Manager.Get(ctx, childID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ag.Tools().Lookup("task"); ok {
+		t.Error("the reloaded child is offered task")
+	}
+	if err := ag.Followup(ctx, llm.UserText("again", llm.Source{Kind: llm.SourceUser})); !errors.Is(err, driver.ErrSubagent) {
+		t.Errorf("a followup to the reloaded child: %v", err)
+	}
+
+	// A restart while the child streams.
+	if _, err := e.svc.SendMessage(ctx, e.alice, s.ID, service.Message{Content: taskCall("Stream long", "long: 20000")}); err != nil {
+		t.Fatal(err)
+	}
+	var second string
+	poll.Eventually(t, "the second child streams", func() bool {
+		p, ok := e.app.Manager.Lookup(s.ID)
+		if !ok {
+			return false
+		}
+		for _, ev := range p.Log().Events(0, p.Log().Len()) {
+			if st, err := session.Decode[session.SubagentStarted](ev); err == nil && ev.Type == session.TypeSubagentStarted && st.Session != childID {
+				if c, ok := e.app.Manager.Lookup(st.Session); ok && c.Log().State().Step > 0 {
+					second = st.Session
+					return true
+				}
+			}
+		}
+		return false
+	})
+	e.app.Restart()
+	e.svc = e.app.Service
+	if err := e.app.Manager.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{s.ID, second} {
+		ag, err := e.app.Manager.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ag.Status() != driver.StatusIdle {
+			t.Errorf("%s runs after the restart", id)
+		}
+		ends := testkit.Find[session.TurnEnd](t, ag.Log().Events(0, ag.Log().Len()), session.TypeTurnEnd)
+		if last := ends[len(ends)-1]; last.Reason.Kind != session.ReasonAborted {
+			t.Errorf("%s's last turn ended %+v", id, last.Reason)
+		}
 	}
 }
