@@ -61,18 +61,15 @@ const (
 	maxTaskPrompt      = 64 << 10
 )
 
-var taskSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "description": {"type": "string", "minLength": 1, "maxLength": 200, "description": "A short (3-5 words) description of the task, shown to the user"},
-    "prompt": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "The task for the subagent, self-contained: it sees nothing of this conversation. Say exactly what to find or do and what to report back."},
-    "tools": {"type": "array", "items": {"type": "string"}, "description": "Optional: the names of the tools the subagent may use (default: every tool it may have). It never gets task, ask_user or todo_write."}
-  },
-  "required": ["description", "prompt"],
-  "additionalProperties": false
-}`)
+// taskSchema and taskDescription are short: every request of every
+// session carries them.
+var taskSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"description":{"type":"string","minLength":1,"maxLength":200,"description":"3-5 words, shown to the user"},` +
+	`"prompt":{"type":"string","minLength":1,"maxLength":65536,"description":"The whole task; the subagent sees nothing else"},` +
+	`"tools":{"type":"array","items":{"type":"string"},"description":"Tool names it may use (default: all it may have)"}},` +
+	`"required":["description","prompt"],"additionalProperties":false}`)
 
-const taskDescription = "Delegate a self-contained sub-task to a subagent: a fresh agent with its own transcript that works in this session's workspace and sandbox, runs until it has an answer, and returns its final answer as this tool's result. Use it for research or work that would fill this conversation with intermediate results (searching a codebase, reading many files), and run several at once for independent sub-tasks. The subagent sees only the prompt. Unless the session is in auto mode, the subagent may only read and search."
+const taskDescription = "Delegate a self-contained sub-task (research, reading many files) to a subagent working in this workspace; its final answer is the result. Independent tasks can run at once. Read-only unless the session is in auto mode."
 
 // taskDefinition is the task tool; its body finds the calling agent
 // through the call's environment (one definition serves every agent of

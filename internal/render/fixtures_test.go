@@ -187,7 +187,7 @@ func TestRecordFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer stop()
-		r := newRecorder(t, p, testkit.StackOptions{})
+		r := newRecorder(t, p, testkit.StackOptions{Subagents: true})
 		r.answerAll()
 		r.send("ada", "write: notes.txt\nline one\nline two")
 		r.send("ada", `call: task {"description": "Read the notes", "prompt": "read: notes.txt"}`)
