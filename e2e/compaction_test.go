@@ -169,9 +169,13 @@ func TestCompactionMeterAndMarker(t *testing.T) {
 
 	// /compact on the idle session: a manual marker, the meter drops.
 	before, _ := b.meter()
+	// How many automatic markers the window's pressure made depends on
+	// the size of every request (the tools offered included): one more
+	// is the manual one.
+	markers := b.count(".item.compaction") + 1
 	b.send("  /compact  ")
 	b.waitJS("the compaction notice", `document.getElementById("toast")?.textContent.startsWith("Compacted")`)
-	b.waitJS("the manual marker", `document.querySelectorAll(".item.compaction").length === 2`)
+	b.waitJS("the manual marker", fmt.Sprintf(`document.querySelectorAll(".item.compaction").length === %d`, markers))
 	if pill := eval[string](b, `[...document.querySelectorAll(".item.compaction .pill")].pop()?.textContent ?? ""`); pill != "manual" {
 		t.Errorf("second marker pill %q, want manual", pill)
 	}
@@ -187,8 +191,8 @@ func TestCompactionMeterAndMarker(t *testing.T) {
 	pct, text := b.meter()
 	b.do(chromedp.Reload())
 	b.waitSynced()
-	if n := b.count(".item.compaction"); n != 2 {
-		t.Errorf("%d markers after a reload, want 2", n)
+	if n := b.count(".item.compaction"); n != markers {
+		t.Errorf("%d markers after a reload, want %d", n, markers)
 	}
 	b.waitJS("the meter after the reload", fmt.Sprintf(`Number(document.getElementById("ctx-meter").dataset.percent) === %v`, pct))
 	if got := b.text("#ctx-meter"); got != text {

@@ -199,6 +199,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Network:        a.Workspaces.Network,
 		Leases:         a.driverLeases(),
 		LeaseTTL:       cfg.Replica.LeaseTTL,
+		Children:       driverstore.Store{S: a.Store},
 	})
 	// One meter for the automatic triggers, the service and the renderer,
 	// so they share its incremental folds.

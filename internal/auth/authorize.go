@@ -111,6 +111,11 @@ func (s *Service) Authorize(ctx context.Context, a *Actor, sessionID string, act
 	if role == SessionRoleNone {
 		return SessionRoleNone, fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
 	}
+	if acc.ParentID != "" {
+		// A subagent's session: whoever may read the parent may read it;
+		// nobody drives or manages it (its parent's task call does).
+		role = SessionRoleViewer
+	}
 	if !role.Can(act) {
 		return role, fmt.Errorf("%s may not %s session %s: %w", role, act, sessionID, ErrForbidden)
 	}
@@ -135,8 +140,19 @@ func RoleOf(acc Access, userID string) SessionRole {
 // authorizeShare lets a share link read its own session while the link
 // is live; everything else needs an account.
 func (s *Service) authorizeShare(ctx context.Context, a *Actor, sessionID string, act Action) (SessionRole, error) {
-	if !shareActions[act] || sessionID != a.ShareSessionID {
+	if !shareActions[act] {
 		return SessionRoleNone, ErrUnauthenticated
+	}
+	if sessionID != a.ShareSessionID {
+		// A link reads its session's subagents too (their transcripts
+		// are nested in its transcript), and nothing else.
+		acc, err := s.store.SessionAccess(ctx, sessionID, "")
+		if err != nil && !isNotFound(err) {
+			return SessionRoleNone, fmt.Errorf("authorize: %w", err)
+		}
+		if err != nil || acc.ParentID == "" || acc.ParentID != a.ShareSessionID {
+			return SessionRoleNone, ErrUnauthenticated
+		}
 	}
 	l, err := s.store.ShareLinkByID(ctx, a.ShareLinkID)
 	if isNotFound(err) {
@@ -145,7 +161,7 @@ func (s *Service) authorizeShare(ctx context.Context, a *Actor, sessionID string
 	if err != nil {
 		return SessionRoleNone, fmt.Errorf("authorize: %w", err)
 	}
-	if !linkLive(l, s.now()) || l.SessionID != sessionID {
+	if !linkLive(l, s.now()) || l.SessionID != a.ShareSessionID {
 		return SessionRoleNone, ErrUnauthenticated
 	}
 	if _, err := s.store.SessionAccess(ctx, sessionID, ""); err != nil {

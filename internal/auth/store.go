@@ -97,6 +97,10 @@ type Access struct {
 	UserFound    bool
 	UserRole     Role
 	UserDisabled bool
+	// ParentID is set for a subagent's child session: the facts above
+	// are its parent's, and every role on it is at most a viewer's (the
+	// child is driven by its parent's task call, never by people).
+	ParentID string
 }
 
 // Store persists accounts and grants. Implementations return errors

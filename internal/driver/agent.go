@@ -27,6 +27,9 @@ var (
 	ErrInvalidEffort  = errors.New("invalid reasoning effort")
 	ErrBusy           = errors.New("agent is busy")
 	ErrNotIdleForTask = errors.New("maintenance needs an idle agent")
+	// ErrSubagent: a subagent's session takes no input from outside; its
+	// parent's task call drives it.
+	ErrSubagent = errors.New("a subagent's session takes no input")
 	// ErrNotDurable: the change was accepted in memory (it will run and be
 	// stored once the database takes writes again) but is not on disk yet.
 	ErrNotDurable = errors.New("accepted but not yet stored")
@@ -43,6 +46,16 @@ type Agent struct {
 	own       sessionTools // the session's own tools (MCP), synced at assembly
 	workspace string
 	defaults  llm.CallConfig // the session's configured route
+	// sandbox is the session whose sandbox and network policy the tools
+	// use: its own, or a subagent's parent's.
+	sandbox string
+	// subagent: the session is a subagent's child; it takes no input but
+	// its task (sendTask) and starts no subagents. parent is the live
+	// parent agent that spawned it in this process (nil once reloaded).
+	subagent bool
+	parent   *Agent
+	// taskSlots bound the subagents this agent runs at once.
+	taskSlots chan struct{}
 
 	mu       agentMu
 	status   Status
@@ -174,6 +187,13 @@ func (a *Agent) Inject(ctx context.Context, msg llm.Message) error {
 }
 
 func (a *Agent) send(ctx context.Context, msg llm.Message, target session.InboxTarget, wakeup bool) error {
+	if a.subagent {
+		return ErrSubagent
+	}
+	return a.enqueue(ctx, msg, target, wakeup)
+}
+
+func (a *Agent) enqueue(ctx context.Context, msg llm.Message, target session.InboxTarget, wakeup bool) error {
 	if err := validateInput(msg); err != nil {
 		return err
 	}

@@ -42,6 +42,10 @@ type Meta struct {
 	Provider  string
 	Model     string
 	Header    session.Header
+	// Subagent marks a subagent's child session; Parent is its parent,
+	// whose sandbox and network policy its tools use.
+	Subagent bool
+	Parent   string
 }
 
 // Options tune a Manager.
@@ -83,6 +87,12 @@ type Options struct {
 	// LeaseTTL is how long a lease lasts without renewal (default
 	// DefaultLeaseTTL); the manager renews at a third of it.
 	LeaseTTL time.Duration
+	// Children stores subagents' sessions; set, every agent but a
+	// subagent is offered the task tool (subagent.go). nil: no subagents.
+	Children ChildSessions
+	// MaxSubagents bounds the subagents one agent runs at once (default
+	// DefaultMaxSubagents).
+	MaxSubagents int
 }
 
 // Confiner confines the processes a session's tools start to that
@@ -195,6 +205,16 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 	}
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	if opts.MaxSubagents <= 0 {
+		opts.MaxSubagents = DefaultMaxSubagents
+	}
+	if opts.Children != nil {
+		// One definition serves every manager of the registry: the body
+		// finds its agent through the call.
+		if err := opts.Tools.Register(taskDefinition()); err != nil && !errors.Is(err, tools.ErrDuplicate) {
+			panic(fmt.Sprintf("driver: register the task tool: %v", err))
+		}
 	}
 	m := &Manager{
 		logger:    logger,
@@ -419,6 +439,15 @@ func (m *Manager) newAgent(meta Meta, l *session.Log) *Agent {
 		defaults:  llm.CallConfig{Provider: meta.Provider, Model: meta.Model},
 		status:    StatusIdle,
 		lastIdle:  time.Now(),
+		sandbox:   meta.ID,
+		taskSlots: make(chan struct{}, m.opts.MaxSubagents),
+	}
+	if meta.Subagent {
+		// A child has the parent's sandbox, no session tools (MCP) of its
+		// own and never the task tool (depth 1).
+		a.subagent, a.sandbox = true, meta.Parent
+		a.scope.Restrict(nil, []string{TaskToolName})
+		return a
 	}
 	m.openSessionTools(a)
 	return a

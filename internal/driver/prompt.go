@@ -58,6 +58,9 @@ func (a *Agent) assemble(ctx context.Context) (*Assembly, error) {
 	if a.m.opts.Persona != "" {
 		base.Sections = append(base.Sections, Section{Name: "deployment:persona", Order: OrderPersona, Text: a.m.opts.Persona})
 	}
+	if a.subagent {
+		base.Sections = append(base.Sections, subagentSection)
+	}
 	hooks := snapshot(a.m.hooks, &a.hooks, func(h *Hooks) []entry[AssembleHook] { return h.assemble })
 	return waterfall(ctx, "system-prompt/assemble", hooks, base, func(context.Context) (*Assembly, error) { return base, nil })
 }

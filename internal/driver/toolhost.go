@@ -78,14 +78,25 @@ func (e *toolEnv) Command(ctx context.Context, p tools.Process) (*exec.Cmd, erro
 	if c == nil {
 		return nil, errNoConfiner
 	}
-	return c.Command(ctx, e.a.id, e.a.workspace, p)
+	return c.Command(ctx, e.a.sandbox, e.a.workspace, p)
 }
 
-func (e *toolEnv) PermissionMode() session.PermissionMode { return e.a.log.State().Mode }
+// PermissionMode is the session's mode; a subagent's is never wider than
+// its parent's: it is read-only unless the live parent is in auto mode now
+// (a parent switched out of auto mid-task stops the child's writes).
+func (e *toolEnv) PermissionMode() session.PermissionMode {
+	mode := e.a.log.State().Mode
+	if e.a.subagent {
+		if p := e.a.parent; p == nil || p.log.State().Mode != session.ModeAuto {
+			return session.ModeReadOnly
+		}
+	}
+	return mode
+}
 
 func (e *toolEnv) Network(ctx context.Context) bool {
 	n := e.a.m.opts.Network
-	return n != nil && n(ctx, e.a.id)
+	return n != nil && n(ctx, e.a.sandbox)
 }
 
 // Emit only appends (the log's sink enqueues without blocking), so it has

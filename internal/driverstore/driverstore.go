@@ -19,7 +19,10 @@ type Store struct {
 	S *models.Store
 }
 
-var _ driver.Store = Store{}
+var (
+	_ driver.Store         = Store{}
+	_ driver.ChildSessions = Store{}
+)
 
 // ErrNotFound is returned for an unknown session.
 var ErrNotFound = models.ErrNotFound
@@ -38,7 +41,7 @@ func (Store) MetaOf(row *models.Session) driver.Meta { return MetaOf(row) }
 
 // MetaOf converts a session row into driver metadata.
 func MetaOf(row *models.Session) driver.Meta {
-	return driver.Meta{
+	m := driver.Meta{
 		ID:        row.ID,
 		Workspace: row.Workspace,
 		Provider:  row.Provider,
@@ -51,6 +54,34 @@ func MetaOf(row *models.Session) driver.Meta {
 			SeedLength:    row.SeedLength,
 		},
 	}
+	if row.Kind == models.KindSubagent {
+		m.Subagent, m.Parent = true, row.ParentID
+	}
+	return m
+}
+
+// CreateChild stores a subagent's session (driver.ChildSessions): the
+// parent's owner, workspace (shared, not a copy: its kind says so, and
+// deleting the child leaves it) and network policy, the parent as
+// ParentID, kind subagent.
+func (d Store) CreateChild(ctx context.Context, parentID string, c driver.ChildSpec) (driver.Meta, error) {
+	p, err := d.S.GetSession(ctx, parentID)
+	if err != nil {
+		return driver.Meta{}, fmt.Errorf("create child of %s: %w", parentID, err)
+	}
+	if p.Kind == models.KindSubagent {
+		return driver.Meta{}, fmt.Errorf("create child of %s: the parent is a subagent", parentID)
+	}
+	row := &models.Session{
+		ID: c.ID, OwnerID: p.OwnerID, Title: c.Title,
+		Workspace: p.Workspace, WorkspaceKind: models.KindSubagent, WorkspaceSource: p.ID,
+		Network: p.Network, Provider: c.Provider, Model: c.Model, Mode: string(c.Mode),
+		ParentID: p.ID, Kind: models.KindSubagent,
+	}
+	if err := d.S.CreateSession(ctx, row); err != nil {
+		return driver.Meta{}, fmt.Errorf("create child of %s: %w", parentID, err)
+	}
+	return MetaOf(row), nil
 }
 
 // LoadLog loads the stored log with crash repair applied once.

@@ -28,6 +28,9 @@ const (
 	SourceModel  SourceKind = "model"
 	SourceTool   SourceKind = "tool"
 	SourcePlugin SourceKind = "plugin"
+	// SourceAgent is a message another agent wrote: the prompt a parent's
+	// task call gives its subagent (Session names the parent session).
+	SourceAgent SourceKind = "agent"
 )
 
 // Plugin names used in plugin sources.
@@ -53,6 +56,7 @@ const (
 //   - model: Provider and Model.
 //   - tool: CallID.
 //   - plugin: Plugin, optional Form, CompactionID for compaction checkpoints.
+//   - agent: Session (the parent session) and CallID (its task call).
 type Source struct {
 	Kind         SourceKind `json:"kind"`
 	UserID       string     `json:"userId,omitempty"`
@@ -64,6 +68,7 @@ type Source struct {
 	Plugin       string     `json:"plugin,omitempty"`
 	Form         SourceForm `json:"form,omitempty"`
 	CompactionID string     `json:"compactionId,omitempty"`
+	Session      string     `json:"session,omitempty"`
 }
 
 // Message is one entry of model-visible history. Messages are values: once

@@ -15,9 +15,18 @@ import (
 
 // sessionAccessSQL reads, in one round trip, a session's owner, the user's
 // membership and the user's current role and status.
-const sessionAccessSQL = `SELECT s.owner_id, m.role, u.id, u.role, u.disabled
+//
+// A subagent's child session is read through its parent: its access facts
+// are the parent's (owner and the user's membership there), and ParentID
+// says so. The join on the parent is what lets a session be reached by
+// anyone who may read its parent and by nobody else; a child whose parent
+// is gone (or is itself a child) has no owner and no members, so it is
+// found by no one but admins.
+const sessionAccessSQL = `SELECT COALESCE(p.owner_id, CASE WHEN s.kind = 'subagent' THEN '' ELSE s.owner_id END),
+  m.role, u.id, u.role, u.disabled, CASE WHEN s.kind = 'subagent' THEN s.parent_id ELSE '' END
 FROM sessions s
-LEFT JOIN members m ON m.session_id = s.id AND m.user_id = ?
+LEFT JOIN sessions p ON s.kind = 'subagent' AND p.id = s.parent_id AND p.kind <> 'subagent'
+LEFT JOIN members m ON m.session_id = (CASE WHEN s.kind = 'subagent' THEN p.id ELSE s.id END) AND m.user_id = ?
 LEFT JOIN users u ON u.id = ?
 WHERE s.id = ?`
 
@@ -25,12 +34,12 @@ WHERE s.id = ?`
 // auth.ErrNotFound when the session does not exist.
 func (s *AuthStore) SessionAccess(ctx context.Context, sessionID, userID string) (auth.Access, error) {
 	var (
-		owner             string
+		owner, parent     string
 		member, uid, role sql.NullString
 		disabled          sql.NullBool
 	)
 	err := s.db.R.WithContext(ctx).Raw(sessionAccessSQL, userID, userID, sessionID).Row().
-		Scan(&owner, &member, &uid, &role, &disabled)
+		Scan(&owner, &member, &uid, &role, &disabled, &parent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.Access{}, fmt.Errorf("session %s: %w", sessionID, auth.ErrNotFound)
 	}
@@ -40,6 +49,7 @@ func (s *AuthStore) SessionAccess(ctx context.Context, sessionID, userID string)
 	return auth.Access{
 		OwnerID: owner, MemberRole: auth.SessionRole(member.String),
 		UserFound: uid.Valid, UserRole: auth.Role(role.String), UserDisabled: disabled.Bool,
+		ParentID: parent,
 	}, nil
 }
 

@@ -39,6 +39,9 @@ var schemaSteps = []schemaStep{
 	{name: "model routes get prices and a context window"},
 	// The table comes from MCPServerRow through migrateModels.
 	{name: "MCP servers stored in Settings"},
+	// The column comes from Session through migrateModels (default "":
+	// every older session is an ordinary one).
+	{name: "sessions get a kind (subagent children)"},
 }
 
 // migrateModels brings every table, column and index to what the models

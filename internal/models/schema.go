@@ -70,6 +70,10 @@ type Session struct {
 	Effort   string `gorm:"size:16;not null;default:''"`
 	ParentID string `gorm:"index;size:36"`
 	ForkSeq  int64  // boundary seq in the parent, when forked
+	// Kind is "" for a session people talk to and KindSubagent for the
+	// child session a parent's task call runs (ParentID is the parent):
+	// it is read through its parent and kept out of the session list.
+	Kind string `gorm:"size:16;not null;default:''"`
 	// SeedLength is session.Header.SeedLength.
 	SeedLength int64
 	Archived   bool `gorm:"not null;default:false"`
@@ -89,6 +93,9 @@ type Session struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time `gorm:"index:idx_sessions_owner_updated,priority:2"`
 }
+
+// KindSubagent is Session.Kind of a subagent's child session.
+const KindSubagent = "subagent"
 
 // Member grants a user a role on a session other than its owner.
 type Member struct {

@@ -206,7 +206,8 @@ func (s *Store) ListSessions(ctx context.Context, q ListQuery) ([]Session, *Curs
 	}
 	limit = min(limit, maxListLimit)
 
-	db := s.DB.R.WithContext(ctx).Model(&Session{})
+	// Subagent children are shown inside their parent's transcript.
+	db := s.DB.R.WithContext(ctx).Model(&Session{}).Where("kind <> ?", KindSubagent)
 	if !q.All {
 		if q.IncludeShared {
 			db = db.Where("(owner_id = ? OR id IN (SELECT session_id FROM members WHERE user_id = ?))", q.OwnerID, q.OwnerID)
@@ -246,6 +247,16 @@ func (s *Store) ListSessions(ctx context.Context, q ListQuery) ([]Session, *Curs
 // escapeLike escapes LIKE wildcards for ESCAPE '\'.
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// ChildSessions lists the subagent sessions of parent, oldest first.
+func (s *Store) ChildSessions(ctx context.Context, parent string) ([]Session, error) {
+	var rows []Session
+	err := s.DB.R.WithContext(ctx).Where("parent_id = ? AND kind = ?", parent, KindSubagent).Order("created_at, id").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("child sessions of %s: %w", parent, err)
+	}
+	return rows, nil
 }
 
 // SessionsWithPendingInbox lists sessions with queued inbox items, oldest

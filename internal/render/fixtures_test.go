@@ -181,6 +181,33 @@ func TestRecordFixtures(t *testing.T) {
 		r.save("failures")
 	})
 	t.Run("compaction", recordCompaction)
+	t.Run("subagent", func(t *testing.T) {
+		p, stop, err := fake.StartDemo(t.Context(), nil, fake.WithChunkDelay(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		r := newRecorder(t, p, testkit.StackOptions{Subagents: true})
+		r.answerAll()
+		r.send("ada", "write: notes.txt\nline one\nline two")
+		r.send("ada", `call: task {"description": "Read the notes", "prompt": "read: notes.txt"}`)
+		var child string
+		for _, ev := range r.agent.Log().Events(0, r.agent.Log().Len()) {
+			if ev.Type == session.TypeSubagentStarted {
+				st, err := session.Decode[session.SubagentStarted](ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				child = st.Session
+			}
+		}
+		c, ok := r.mgr.Lookup(child)
+		if !ok {
+			t.Fatal("no child agent")
+		}
+		r.save("subagent")
+		(&recorder{t: t, ctx: r.ctx, mgr: r.mgr, agent: c}).save("subagent-child")
+	})
 }
 
 // recordCompaction records a session on a small context window: pressure

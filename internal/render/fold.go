@@ -92,6 +92,10 @@ func actorName(a *session.Actor) string {
 // messages not shown (runtime context, tool context, permission notes, and
 // compaction checkpoints, whose marker comes from compaction/summary).
 func UserMessageItem(base Base, m llm.Message, viewerID string) *UserItem {
+	if m.Source.Kind == llm.SourceAgent {
+		// A subagent's task, written by its parent agent.
+		return &UserItem{Base: withID(base, userID(m.ID)), Text: m.Text(), Author: "Task from the parent agent", ShowAuthor: true}
+	}
 	if m.Source.Kind != llm.SourceUser {
 		return nil
 	}
@@ -219,6 +223,8 @@ func sniffTool(meta json.RawMessage) string {
 		return "todo_write"
 	case probe["questions"] != nil:
 		return "ask_user"
+	case probe["subagent"] != nil:
+		return "task"
 	}
 	return "tool"
 }
@@ -258,6 +264,14 @@ func applyMeta(t *ToolItem, meta json.RawMessage) {
 		var m AskMeta
 		if json.Unmarshal(meta, &m) == nil {
 			t.Asked = &m
+		}
+	case "task":
+		if m, ok := subagentMeta(meta); ok {
+			sv := t.subagentView()
+			sv.Session, sv.Reason, sv.Usage, sv.Requests = m.Session, m.Reason, m.Usage, m.Requests
+			if sv.Description == "" {
+				sv.Description = m.Description
+			}
 		}
 	}
 }

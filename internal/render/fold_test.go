@@ -13,7 +13,7 @@ import (
 func TestFoldGolden(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
-	for _, name := range []string{"demo-tools", "failures", "compaction"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction", "subagent", "subagent-child"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tr := md.Fold(loadFixture(t, name), render.FoldOptions{ViewerID: "u-ada"})
@@ -116,7 +116,7 @@ func TestFoldIDsUnique(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
 	safe := regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	for _, name := range []string{"demo-tools", "failures", "compaction"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction", "subagent", "subagent-child"} {
 		seen := map[string]bool{}
 		for _, it := range md.Fold(loadFixture(t, name), render.FoldOptions{}).Items {
 			id := it.ItemID()

@@ -99,6 +99,13 @@ func refFigures(t *testing.T, evs []session.Event) render.SessionFigures {
 					delete(tu.tools, b.ToolCallID)
 				}
 			}
+			// A task call's subagent usage rolls up into its turn.
+			var m struct {
+				Subagent *session.SubagentMeta `json:"subagent"`
+			}
+			if len(r.Meta) > 0 && json.Unmarshal(r.Meta, &m) == nil && m.Subagent != nil && m.Subagent.Usage != nil {
+				tu.f.Usage = tu.f.Usage.Add(*m.Subagent.Usage)
+			}
 		case session.TypeTurnEnd:
 			var te session.TurnEnd
 			mustDecode(t, ev, &te)
@@ -139,7 +146,7 @@ func mustChunk(t *testing.T, ev session.Event) session.AssistantChunk {
 func TestSessionFiguresFromFixtures(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
-	for _, name := range []string{"demo-tools", "failures", "compaction"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction", "subagent", "subagent-child"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			evs := loadFixture(t, name)
@@ -303,7 +310,7 @@ func renderFooter(t *testing.T, f render.SessionFigures) string {
 func TestLiveFooter(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	for _, name := range []string{"demo-tools", "failures", "compaction"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction", "subagent", "subagent-child"} {
 		evs := loadFixture(t, name)
 		l := fixtureLog(t, evs)
 		book := render.NewFigureBook(0)

@@ -23,7 +23,7 @@ func lastLine(s string) string {
 // toolClass maps a tool name to its card kind.
 func toolClass(name string) string {
 	switch name {
-	case "bash", "edit", "write", "read", "glob", "grep", "todo_write", "ask_user":
+	case "bash", "edit", "write", "read", "glob", "grep", "todo_write", "ask_user", "task":
 		return name
 	}
 	return "generic"

@@ -95,6 +95,9 @@ type ToolItem struct {
 	Search *builtin.SearchMeta
 	Todos  []session.Todo
 	Asked  *AskMeta
+	// Subagent is a task call's child (subagent/started and the result's
+	// meta).
+	Subagent *SubagentView
 }
 
 // AskMeta is the meta of an ask_user result.

@@ -55,7 +55,7 @@ func live(t testing.TB, p *render.Projection, ev session.Event, c class) string 
 
 func TestLiveGolden(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"demo-tools", "failures", "compaction"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction", "subagent", "subagent-child"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			evs := loadFixture(t, name)
@@ -78,7 +78,7 @@ func TestLiveGolden(t *testing.T) {
 func TestLiveConvergesWithFold(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
-	for _, name := range []string{"demo-tools", "failures", "compaction"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction", "subagent", "subagent-child"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			evs := loadFixture(t, name)

@@ -330,11 +330,29 @@ func (p *Projection) apply(ev session.Event) error {
 			return err
 		}
 		p.toolEnded(r.Turn, r.Message.Source.CallID, ev.Time)
+		if m, ok := subagentMeta(r.Meta); ok && m.Usage != nil {
+			// A subagent's requests are the parent turn's too: its usage
+			// row and the session figures count them.
+			tu := p.turnFigures(r.Turn)
+			tu.Usage = tu.Usage.Add(*m.Usage)
+			tu.Requests += m.Requests
+			tu.Cost += m.Cost
+			tu.Priced += m.Priced
+		}
 		if p.figuresOnly {
 			return nil
 		}
 		t, _ := p.get(ToolID(r.Turn, r.Message.Source.CallID)).(*ToolItem)
 		it := ApplyToolResult(base, t, r)
+		p.add(it)
+		p.upsert(it)
+	case session.TypeSubagentStarted:
+		s, err := session.Decode[session.SubagentStarted](ev)
+		if err != nil {
+			return err
+		}
+		t, _ := p.get(ToolID(s.Turn, s.CallID)).(*ToolItem)
+		it := subagentStarted(base, t, s)
 		p.add(it)
 		p.upsert(it)
 	case session.TypeTodoWrite:

@@ -309,7 +309,7 @@ func TestProjectionMalformedEvent(t *testing.T) {
 func TestProjectionPrimesTheTurn(t *testing.T) {
 	t.Parallel()
 	md := render.NewMarkdown()
-	for _, name := range []string{"demo-tools", "failures", "compaction"} {
+	for _, name := range []string{"demo-tools", "failures", "compaction", "subagent", "subagent-child"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			evs := loadFixture(t, name)

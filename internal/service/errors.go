@@ -157,6 +157,8 @@ func AsError(err error) *Error {
 		return wrap(CodeBadRequest, "invalid reasoning effort", err)
 	case errors.Is(err, driver.ErrBusy), errors.Is(err, driver.ErrNotIdleForTask):
 		return wrap(CodeBusy, "the agent is busy", err)
+	case errors.Is(err, driver.ErrSubagent):
+		return wrap(CodeForbidden, "a subagent's session is driven by its parent's task call", err)
 	case errors.Is(err, driver.ErrDuplicateID):
 		return wrap(CodeConflict, "a pending message has that id", err)
 	case errors.Is(err, models.ErrFenced):

@@ -43,6 +43,7 @@ func newEnvOn(t *testing.T, o testkit.StackOptions) *env {
 	t.Helper()
 	o.Demo, o.DemoOptions = true, []fake.Option{fake.WithChunkDelay(time.Millisecond)}
 	o.VerifyRequests = true
+	o.Subagents = true
 	o.Compaction = &compact.Options{}
 	st := testkit.NewStack(t, o)
 	e := &env{t: t, app: st, svc: st.Service}

@@ -314,7 +314,7 @@ func (s *Service) read(ctx context.Context, id string, role auth.SessionRole, lo
 		}
 	}
 	out := Session{SessionRow: s.rowOf(row, role), Queue: driver.Queue{Queued: []llm.Message{}, Steering: []llm.Message{}}, Interactions: []driver.Interaction{}, AllowedTools: []string{}}
-	if row.ParentID != "" {
+	if row.ParentID != "" && row.Kind != models.KindSubagent {
 		fs := row.ForkSeq
 		out.ForkSeq = &fs
 	}
@@ -333,7 +333,7 @@ func (s *Service) read(ctx context.Context, id string, role auth.SessionRole, lo
 // rowOf builds a row; a live agent's log is fresher than the stored row.
 func (s *Service) rowOf(row *models.Session, role auth.SessionRole) SessionRow {
 	r := SessionRow{
-		ID: row.ID, Title: row.Title, OwnerID: row.OwnerID, ParentID: row.ParentID,
+		ID: row.ID, Title: row.Title, OwnerID: row.OwnerID, ParentID: row.ParentID, Kind: row.Kind,
 		Mode: orAsk(session.PermissionMode(row.Mode)), Effort: llm.Effort(row.Effort), Archived: row.Archived,
 		Status: driver.StatusIdle, Head: row.Head, Role: role,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
@@ -462,6 +462,11 @@ func (s *Service) DeleteSession(ctx context.Context, a *auth.Actor, id string) e
 	}
 	if err := s.mgr.Remove(ctx, id); err != nil {
 		return s.fail(ctx, "delete session: stop agent", err)
+	}
+	// The parent's task calls were cancelled with it: its subagents'
+	// sessions go too (their workspace is the parent's, removed below).
+	if err := s.deleteChildren(ctx, id); err != nil {
+		return s.fail(ctx, "delete session: subagents", err)
 	}
 	if err := s.store.Flush(ctx, id); err != nil {
 		// The rows are deleted below either way; a failed flush only

@@ -7,6 +7,7 @@ import (
 	"harness/internal/auth"
 	"harness/internal/driver"
 	"harness/internal/llm"
+	"harness/internal/models"
 	"harness/internal/session"
 )
 
@@ -21,12 +22,18 @@ const (
 	MaxEventsLimit     = 5000
 )
 
+// KindSubagent is SessionRow.Kind of a subagent's session.
+const KindSubagent = models.KindSubagent
+
 // SessionRow is a session as a list (and the sidebar) shows it.
 type SessionRow struct {
-	ID       string                 `json:"id"`
-	Title    string                 `json:"title"`
-	OwnerID  string                 `json:"ownerId"`
-	ParentID string                 `json:"parentId,omitempty"`
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	OwnerID  string `json:"ownerId"`
+	ParentID string `json:"parentId,omitempty"`
+	// Kind is "subagent" for a subagent's session (ParentID is the
+	// parent whose task call runs it); absent for ordinary sessions.
+	Kind     string                 `json:"kind,omitempty"`
 	Provider string                 `json:"provider"`
 	Model    string                 `json:"model"`
 	Mode     session.PermissionMode `json:"mode"`

@@ -105,7 +105,7 @@ func (s *Service) planWorkspace(ctx context.Context, a *auth.Actor, row *models.
 // managedDir is the directory Harness created for a session (removed with
 // it), or "" for a directory opened from a root.
 func managedDir(row *models.Session) string {
-	if workspace.Kind(row.WorkspaceKind) == workspace.KindDir {
+	if !workspace.Kind(row.WorkspaceKind).Managed() {
 		return ""
 	}
 	return row.Workspace

@@ -120,6 +120,17 @@ func (c *Checker) check(ev Event) error {
 		c.calls[v.CallID] = true
 	case TypeToolResult:
 		return c.checkToolResult(ev)
+	case TypeSubagentStarted:
+		v, err := Decode[SubagentStarted](ev)
+		if err != nil {
+			return err
+		}
+		if err := c.inStep(v.Turn, v.Step); err != nil {
+			return err
+		}
+		if !c.calls[v.CallID] {
+			return violation("subagent/started for call %s without a prior tool/call in step %d", v.CallID, c.step)
+		}
 	case TypeTodoWrite, TypeRequestHeader, TypeRequestContext, TypeToolOutput,
 		TypeApprovalAsked, TypeApprovalDecided, TypeQuestionAsked, TypeQuestionAnswered:
 		if !c.turnOpen {

@@ -85,6 +85,8 @@ func payloadType(t Type) reflect.Type {
 		return reflect.TypeFor[WorkspaceReady]()
 	case TypeWorkspaceFailed:
 		return reflect.TypeFor[WorkspaceFailed]()
+	case TypeSubagentStarted:
+		return reflect.TypeFor[SubagentStarted]()
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ type StackOptions struct {
 	// workspace, as in driver tests) instead of the workspace manager's
 	// rules. The manager is built either way: the service needs it.
 	Plain bool
+	// Subagents offers the task tool (driver.Options.Children), as the
+	// app does; off, requests carry the tool lists older tests measured.
+	Subagents bool
 	// WorkspaceRoots are the configured workspace roots (Source "config");
 	// GitHosts the configured clone hosts. Settings may add to both, as in
 	// the app.
@@ -286,6 +289,9 @@ func (s *Stack) buildProviders() {
 // over it.
 func (s *Stack) start() {
 	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces, Network: s.Workspaces.Network}
+	if s.opts.Subagents {
+		mopts.Children = driverstore.Store{S: s.Store}
+	}
 	if s.opts.Plain {
 		mopts.Confiner = workspace.Plain{Sandbox: s.Sandbox}
 	}

@@ -30,11 +30,14 @@ const (
 	KindDir   Kind = "dir"   // an existing directory under a workspace root
 	KindClone Kind = "clone" // a git clone into a fresh directory
 	KindFork  Kind = "fork"  // a copy of the parent's workspace
+	// KindSubagent is a subagent's: its parent's workspace itself.
+	KindSubagent Kind = "subagent"
 )
 
-// Managed reports whether Harness created the directory (and removes it
-// with the session); an existing directory under a root is never removed.
-func (k Kind) Managed() bool { return k != KindDir }
+// Managed reports whether the session owns its directory (and removes it
+// with the session): an existing directory under a root is never removed,
+// nor the parent's workspace a subagent works in.
+func (k Kind) Managed() bool { return k != KindDir && k != KindSubagent }
 
 // Deps are the manager's dependencies.
 type Deps struct {

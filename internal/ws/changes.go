@@ -89,6 +89,9 @@ func (q *changeQueue) deliver(ctx context.Context, id string, b *changeBucket) {
 			if err != nil {
 				continue // not visible to this user, or gone
 			}
+			if row.Kind == service.KindSubagent {
+				return // shown in its parent's transcript, not in sidebars
+			}
 			frame := mustJSON(changedPush{Ch: ChSessionsChanged, Session: row})
 			for _, c := range conns {
 				c.send(frame)

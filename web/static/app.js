@@ -11,6 +11,7 @@ import "./files.js";
 import { WorkspaceBanner, initNewSessionForm } from "./workspace.js";
 import { Timeline } from "./timeline.js";
 import { EffortControl } from "./effort.js";
+import { Subagents } from "./subagent.js";
 
 function socketURL(share) {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
@@ -114,7 +115,9 @@ function startChat(socket, chat) {
       ? "This session is no longer available."
       : `The live view stopped: ${err.message || err.code}.`),
   });
-  window.harness = { socket, transcript, controls, timeline }; // for tests and curious people
+  // Task cards follow their subagents' own logs on this socket.
+  const subagents = new Subagents(chat, socket);
+  window.harness = { socket, transcript, controls, timeline, subagents }; // for tests and curious people
 }
 
 function gone(chat, text) {

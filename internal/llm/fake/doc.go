@@ -52,7 +52,8 @@
 //     its result, an answer summarising it (its size and first lines, or
 //     the rule of the tool above). Arguments that are not JSON, a missing
 //     name or a tool the request does not offer get an answer saying so,
-//     and no call.
+//     and no call. "call: task {...}" runs a subagent (the driver's task
+//     tool), whose prompt is read by these same rules.
 //   - "long: N": a reply streamed as N text chunks; "think: N": N reasoning
 //     chunks, then a short text (N is capped at 100000).
 //   - anything else: a short reasoning block and a markdown reply quoting
