@@ -194,6 +194,9 @@ func TestNewSessionFormEnter(t *testing.T) {
 	if got := b.text("#mode-badge"); got != "Auto" {
 		t.Errorf("mode badge %q, want the form's Auto", got)
 	}
+	// The turn may not have started yet when the page is synced (the
+	// status is idle then too): wait for the turn's end.
+	b.waitTurns(1)
 	b.waitIdle()
 	if got := b.text("#transcript .item.assistant .md-body"); !strings.Contains(got, "offline demo model") {
 		t.Errorf("the demo did not answer the prompt: %q", got)
