@@ -37,6 +37,10 @@ var schemaSteps = []schemaStep{
 	// The columns come from ProviderConfig through migrateModels; the
 	// step only records that this build has them (nulls: no prices).
 	{name: "model routes get prices and a context window"},
+	// The attachments table and the routes' image_input column come from
+	// the models through migrateModels; the step records that this build
+	// has them.
+	{name: "attachments (images of sessions) and routes' image input"},
 }
 
 // migrateModels brings every table, column and index to what the models

@@ -293,6 +293,8 @@ type RouteView struct {
 	// the form shows them ("" when unset).
 	InputPrice, CachedInputPrice, OutputPrice string
 	ContextWindow                             string
+	// ImageInput: the route takes images.
+	ImageInput bool
 }
 
 // AdminUsersView fills the user management page.
