@@ -116,6 +116,9 @@ type Message struct {
 	// ClientID is the client's request id, recorded on the message source
 	// so a client can match its optimistic echo.
 	ClientID string `json:"clientId,omitempty"`
+	// Attachments are ids of images uploaded to the session
+	// (UploadAttachment), sent after the text in this order.
+	Attachments []string `json:"attachments,omitempty"`
 }
 
 // Decision answers an approval.
