@@ -23,8 +23,9 @@ import (
 // The key is (session, id): a fork copies its seed's attachments under
 // the same ids, so the copied log's references hold in the child.
 type Attachment struct {
-	SessionID  string `gorm:"primaryKey;size:36"`
-	ID         string `gorm:"primaryKey;size:36"`
+	SessionID string `gorm:"primaryKey;size:36"`
+	// ID is also indexed alone: an import finds images by id.
+	ID         string `gorm:"primaryKey;size:36;index:idx_attachments_id"`
 	UploaderID string `gorm:"size:36;not null"`
 	// Name is the uploaded file's name (for the transcript's alt text).
 	Name string `gorm:"size:255;not null;default:''"`
@@ -132,4 +133,18 @@ func (s *Store) CopyAttachments(ctx context.Context, from, to string, ids []stri
 		return fmt.Errorf("copy attachments from %s to %s: %w", from, to, err)
 	}
 	return nil
+}
+
+// AttachmentsByID lists, without their bytes, the attachments with these
+// ids in any session (an import looks for the images its log refers to).
+func (s *Store) AttachmentsByID(ctx context.Context, ids []string) ([]Attachment, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []Attachment
+	err := s.DB.R.WithContext(ctx).Select(metaColumns).Where("id IN ?", ids).Order("created_at, session_id").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("attachments by id: %w", err)
+	}
+	return out, nil
 }

@@ -25,6 +25,7 @@ import (
 	"harness/internal/auth"
 	"harness/internal/llm"
 	"harness/internal/models"
+	"harness/internal/session"
 )
 
 // Attachment limits.
@@ -258,4 +259,46 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// importImages copies into an imported session the images its log refers
+// to that the importer may read in other sessions of this server (an
+// export holds references, not bytes: exporting and importing on one
+// server keeps the images the person could see). Images it cannot find
+// stay unavailable: the transcript shows their text alternative and the
+// model gets a note in their place. Failures are logged, not fatal.
+func (s *Service) importImages(ctx context.Context, a *auth.Actor, id string, events []session.Event) {
+	var msgs []llm.Message
+	for _, ev := range events {
+		if ev.Type != session.TypeUserMessage {
+			continue
+		}
+		if m, err := session.Decode[llm.Message](ev); err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	ids := attachmentIDs(msgs)
+	if len(ids) == 0 {
+		return
+	}
+	found, err := s.store.AttachmentsByID(ctx, ids)
+	if err != nil {
+		s.log.ErrorContext(ctx, "import: find images", "session", id, "err", err)
+		return
+	}
+	copied := map[string]bool{}
+	for _, f := range found {
+		if copied[f.ID] || f.SessionID == id {
+			continue
+		}
+		if _, err := s.auth.Authorize(ctx, a, f.SessionID, auth.ActionRead); err != nil {
+			continue
+		}
+		if err := s.store.CopyAttachments(ctx, f.SessionID, id, []string{f.ID}); err != nil {
+			s.log.ErrorContext(ctx, "import: copy an image", "session", id, "attachment", f.ID, "err", err)
+			continue
+		}
+		copied[f.ID] = true
+	}
+	s.log.InfoContext(ctx, "import: images", "session", id, "referred", len(ids), "copied", len(copied))
 }

@@ -259,3 +259,38 @@ func TestForkAndDeleteCarryImages(t *testing.T) {
 	}
 	e.idle(child.ID)
 }
+
+// TestImportBringsReadableImages: an export holds image references; an
+// import on the same server copies the images the importer may read, and
+// leaves the others unavailable.
+func TestImportBringsReadableImages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	s := e.shared(service.NewSession{})
+	img := testkit.PNG(t, 3, 3)
+	a := e.mustUpload(e.alice, s.ID, "a.png", img)
+	if _, err := e.svc.SendMessage(ctx, e.alice, s.ID, service.Message{Content: "see", Attachments: []string{a.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	e.idle(s.ID)
+	var export bytes.Buffer
+	if err := e.svc.Export(ctx, e.alice, s.ID, &export); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		who  string
+		a    *auth.Actor
+		want service.Code
+	}{{"a reader (viewer)", e.dave, ""}, {"a stranger", e.bob, service.CodeNotFound}} {
+		imported, err := e.svc.Import(ctx, tc.a, bytes.NewReader(export.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := e.svc.Attachment(ctx, tc.a, imported.ID, a.ID)
+		wantCode(t, tc.who+" reads the imported image", err, tc.want)
+		if err == nil && !bytes.Equal(d.Data, img) {
+			t.Errorf("%s: other bytes", tc.who)
+		}
+	}
+}
