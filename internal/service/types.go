@@ -170,9 +170,11 @@ type Route struct {
 
 // Provider is one model route as clients see it (no secrets).
 type Provider struct {
-	Name         string          `json:"name"`
-	Label        string          `json:"label"`
-	Offline      bool            `json:"offline,omitempty"`
+	Name    string `json:"name"`
+	Label   string `json:"label"`
+	Offline bool   `json:"offline,omitempty"`
+	// ImageInput: the route takes images.
+	ImageInput   bool            `json:"imageInput,omitempty"`
 	DefaultModel string          `json:"defaultModel"`
 	Models       []llm.ModelInfo `json:"models"`
 }
