@@ -175,6 +175,13 @@ type ContentBlock struct {
 	ToolCallID string         `json:"toolCallId,omitempty"`
 	Content    []ContentBlock `json:"content,omitempty"`
 	IsError    bool           `json:"isError,omitempty"`
+	// An image block: the stored image (Attachment) and what the log says
+	// of it; Name is its file name.
+	Attachment string `json:"attachment,omitempty"`
+	MediaType  string `json:"mediaType,omitempty"`
+	Size       int64  `json:"size,omitempty"`
+	Width      int    `json:"width,omitempty"`
+	Height     int    `json:"height,omitempty"`
 }
 
 // Source is who produced a message.
@@ -283,9 +290,11 @@ type Providers struct {
 
 // Provider is one route.
 type Provider struct {
-	Name         string  `json:"name"`
-	Label        string  `json:"label"`
-	Offline      bool    `json:"offline,omitempty"`
+	Name    string `json:"name"`
+	Label   string `json:"label"`
+	Offline bool   `json:"offline,omitempty"`
+	// ImageInput: the route takes images (UploadImage, SendImages).
+	ImageInput   bool    `json:"imageInput,omitempty"`
 	DefaultModel string  `json:"defaultModel"`
 	Models       []Model `json:"models"`
 }

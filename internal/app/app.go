@@ -197,6 +197,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Confiner:       a.Workspaces,
 		SessionTools:   a.sessionTools(),
 		Network:        a.Workspaces.Network,
+		Attachments:    driverstore.Store{S: a.Store},
 		Leases:         a.driverLeases(),
 		LeaseTTL:       cfg.Replica.LeaseTTL,
 		Children:       driverstore.Store{S: a.Store},
@@ -207,7 +208,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	compact.Install(a.Manager, copts)
 	a.Service = service.New(service.Deps{
 		Log: log, Store: a.Store, Manager: a.Manager, Meta: driverstore.Store{S: a.Store}, Auth: a.Auth, Workspaces: a.Workspaces, Settings: a.Settings,
-		Compaction: copts,
+		Compaction: copts, AttachmentMax: cfg.AttachmentMax,
 	})
 	a.Markdown = render.NewMarkdown()
 	// One book of session figures for the pages and the live footers, so

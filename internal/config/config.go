@@ -58,6 +58,9 @@ type Config struct {
 	// ForkCopyMax caps the size of a workspace a fork copies
 	// (HARNESS_FORK_COPY_MAX, e.g. 1G; 0 never copies).
 	ForkCopyMax int64
+	// AttachmentMax caps one uploaded image (HARNESS_ATTACHMENT_MAX, e.g.
+	// 10M; default DefaultAttachmentMax, at most MaxAttachmentMax).
+	AttachmentMax int64
 	// MCPConfig is the file that lists the MCP servers sessions may use
 	// (HARNESS_MCP_CONFIG; docs/mcp.md); empty: none.
 	MCPConfig string
@@ -84,6 +87,14 @@ type WorkspaceRoot struct {
 
 // DefaultForkCopyMax is the largest workspace a fork copies by default.
 const DefaultForkCopyMax = 1 << 30
+
+// DefaultAttachmentMax and MaxAttachmentMax bound one uploaded image: it
+// is held in memory whole on its way in and, base64-encoded, in every
+// model request of its session.
+const (
+	DefaultAttachmentMax = 10 << 20
+	MaxAttachmentMax     = 64 << 20
+)
 
 // Getenv reads one environment variable (os.Getenv in main, a map in tests).
 type Getenv func(string) string
@@ -121,6 +132,14 @@ func Load(args []string, getenv Getenv) (Config, error) {
 			sbErrs = append(sbErrs, fmt.Errorf("HARNESS_FORK_COPY_MAX: %w", err))
 		}
 		c.ForkCopyMax = n
+	}
+	c.AttachmentMax = DefaultAttachmentMax
+	if v := getenv("HARNESS_ATTACHMENT_MAX"); v != "" {
+		n, err := ParseSize(v)
+		if err != nil {
+			sbErrs = append(sbErrs, fmt.Errorf("HARNESS_ATTACHMENT_MAX: %w", err))
+		}
+		c.AttachmentMax = n
 	}
 	if err := parseClientLimits(&c.ClientLimits, getenv); err != nil {
 		sbErrs = append(sbErrs, err)
@@ -210,6 +229,9 @@ func (c Config) Validate() error {
 	}
 	if c.ForkCopyMax < 0 {
 		errs = append(errs, errors.New("the fork copy cap must not be negative"))
+	}
+	if c.AttachmentMax <= 0 || c.AttachmentMax > MaxAttachmentMax {
+		errs = append(errs, fmt.Errorf("the attachment cap (HARNESS_ATTACHMENT_MAX) must be from 1 byte to %d MiB", MaxAttachmentMax>>20))
 	}
 	if err := c.Replica.Validate(); err != nil {
 		errs = append(errs, err)

@@ -31,7 +31,7 @@ func TestLoad(t *testing.T) {
 				if c.DBDSN != filepath.Join(wd, "data", "harness.db") {
 					t.Fatalf("sqlite dsn = %q", c.DBDSN)
 				}
-				if c.Sandbox.Mode != sandbox.ModeAuto || c.ForkCopyMax != DefaultForkCopyMax || len(c.WorkspaceRoots) != 0 {
+				if c.Sandbox.Mode != sandbox.ModeAuto || c.ForkCopyMax != DefaultForkCopyMax || len(c.WorkspaceRoots) != 0 || c.AttachmentMax != 10<<20 {
 					t.Fatalf("sandbox defaults: %+v", c)
 				}
 				if !c.Loopback() {
@@ -62,6 +62,7 @@ func TestLoad(t *testing.T) {
 				"HARNESS_WORKSPACE_ROOTS":  "/srv/projects; /srv/team?users=alice,bob&shared=1",
 				"HARNESS_GIT_HOSTS":        "github.com, git.example.com:8443",
 				"HARNESS_FORK_COPY_MAX":    "256M",
+				"HARNESS_ATTACHMENT_MAX":   "2M",
 			},
 			check: func(t *testing.T, c Config) {
 				wd, _ := os.Getwd()
@@ -76,7 +77,7 @@ func TestLoad(t *testing.T) {
 					c.WorkspaceRoots[1].Path != "/srv/team" || strings.Join(c.WorkspaceRoots[1].Users, ",") != "alice,bob" || !c.WorkspaceRoots[1].Shared {
 					t.Errorf("roots %+v", c.WorkspaceRoots)
 				}
-				if strings.Join(c.GitHosts, " ") != "github.com git.example.com:8443" || c.ForkCopyMax != 256<<20 {
+				if strings.Join(c.GitHosts, " ") != "github.com git.example.com:8443" || c.ForkCopyMax != 256<<20 || c.AttachmentMax != 2<<20 {
 					t.Errorf("git hosts %q, fork cap %d", c.GitHosts, c.ForkCopyMax)
 				}
 			},
@@ -88,6 +89,9 @@ func TestLoad(t *testing.T) {
 		{name: "relative root", env: map[string]string{"HARNESS_WORKSPACE_ROOTS": "projects"}, wantErr: "absolute"},
 		{name: "bad root option", env: map[string]string{"HARNESS_WORKSPACE_ROOTS": "/srv?who=me"}, wantErr: "unknown option"},
 		{name: "bad fork cap", env: map[string]string{"HARNESS_FORK_COPY_MAX": "big"}, wantErr: "HARNESS_FORK_COPY_MAX"},
+		{name: "bad image cap", env: map[string]string{"HARNESS_ATTACHMENT_MAX": "lots"}, wantErr: "HARNESS_ATTACHMENT_MAX"},
+		{name: "image cap over the bound", env: map[string]string{"HARNESS_ATTACHMENT_MAX": "65M"}, wantErr: "attachment cap"},
+		{name: "zero image cap", env: map[string]string{"HARNESS_ATTACHMENT_MAX": "0"}, wantErr: "attachment cap"},
 		{name: "bad addr", env: map[string]string{"HARNESS_ADDR": "nope"}, wantErr: "addr"},
 		{name: "postgres without dsn", env: map[string]string{"HARNESS_DB_DRIVER": "postgres"}, wantErr: "HARNESS_DB_DSN"},
 		{name: "unknown driver", args: []string{"-db-driver", "mysql"}, wantErr: "mysql"},

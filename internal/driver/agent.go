@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -324,12 +325,13 @@ func (a *Agent) Wait(ctx context.Context) error {
 	}
 }
 
-// EditPending replaces the content of a pending inbox item, keeping its id
-// and place. It fails with ErrItemNotFound once the item was claimed.
+// EditPending replaces the content of a pending inbox item, keeping its id,
+// its place and its images (an edit changes the text). It fails with ErrItemNotFound once the item was claimed.
 func (a *Agent) EditPending(ctx context.Context, id string, content []llm.ContentBlock) error {
 	return a.changePending(ctx, id, func(target session.InboxTarget, idx int, old llm.Message) error {
 		msg := old
-		msg.Content = content
+		// An edit changes what was written; the images attached stay.
+		msg.Content = append(slices.Clip(content), old.Images()...)
 		if err := validateInput(msg); err != nil {
 			return err
 		}

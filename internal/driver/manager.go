@@ -73,6 +73,10 @@ type Options struct {
 	// SessionTools supplies each session's own tools (MCP servers'); nil:
 	// none.
 	SessionTools SessionTools
+	// Attachments reads the bytes of the images a session's messages refer
+	// to, for the model requests (llm.Request.Attachments); nil: requests
+	// carry none.
+	Attachments llm.AttachmentReader
 	// Network reports whether a session's network policy lets its tools
 	// reach the network (web_fetch asks it); nil: never.
 	Network func(ctx context.Context, sessionID string) bool

@@ -60,12 +60,13 @@ func (a *Agent) buildRequest(ctx context.Context, turn, step int, system string,
 
 	history, wire := a.log.HistoryWire()
 	req := llm.Request{
-		CallConfig: cfg,
-		System:     system,
-		Tools:      schemas,
-		Messages:   history,
-		Wire:       wire,
-		SessionID:  a.id,
+		CallConfig:  cfg,
+		System:      system,
+		Tools:       schemas,
+		Messages:    history,
+		Wire:        wire,
+		SessionID:   a.id,
+		Attachments: a.m.opts.Attachments,
 	}
 	if a.m.opts.VerifyRequests {
 		if err := a.verifyRequest(req); err != nil {

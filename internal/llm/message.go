@@ -165,7 +165,10 @@ const (
 //   - text, reasoning: Text
 //   - tool-call: ID, Name, Arguments (the raw JSON string the model produced)
 //   - tool-result: ToolCallID, Content, IsError
-//   - image: Attachment (a reference, never inline bytes), MediaType
+//   - image: Attachment (a reference to the session's stored attachment,
+//     never inline bytes), MediaType (sniffed from the bytes at upload),
+//     and what a transcript shows without reading the bytes: Size (bytes),
+//     Width and Height (pixels), Name (the uploaded file's name, if any)
 type ContentBlock struct {
 	Type       BlockType      `json:"type"`
 	Text       string         `json:"text,omitempty"`
@@ -177,6 +180,9 @@ type ContentBlock struct {
 	IsError    bool           `json:"isError,omitempty"`
 	Attachment string         `json:"attachment,omitempty"`
 	MediaType  string         `json:"mediaType,omitempty"`
+	Size       int64          `json:"size,omitempty"`
+	Width      int            `json:"width,omitempty"`
+	Height     int            `json:"height,omitempty"`
 }
 
 // Text builds a text block.
@@ -184,6 +190,22 @@ func Text(s string) ContentBlock { return ContentBlock{Type: BlockText, Text: s}
 
 // Reasoning builds a reasoning block.
 func Reasoning(s string) ContentBlock { return ContentBlock{Type: BlockReasoning, Text: s} }
+
+// Image builds an image block referring to a stored attachment.
+func Image(attachment, mediaType string, size int64, width, height int, name string) ContentBlock {
+	return ContentBlock{Type: BlockImage, Attachment: attachment, MediaType: mediaType, Size: size, Width: width, Height: height, Name: name}
+}
+
+// Images returns the message's image blocks in order.
+func (m Message) Images() []ContentBlock {
+	var out []ContentBlock
+	for _, b := range m.Content {
+		if b.Type == BlockImage {
+			out = append(out, b)
+		}
+	}
+	return out
+}
 
 // ToolCall builds a tool-call block.
 func ToolCall(id, name, arguments string) ContentBlock {

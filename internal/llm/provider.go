@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -60,6 +61,10 @@ type Request struct {
 	Messages  []Message
 	SessionID string
 	Purpose   Purpose
+	// Attachments reads the bytes of the image blocks' attachments (the
+	// log holds references only). Nil: images cannot be sent, and a
+	// provider that takes images sends a text placeholder instead.
+	Attachments AttachmentReader `json:"-"`
 	// Wire, when set, keeps the provider's encoding of each of Messages
 	// across requests (the session log holds it with its derived
 	// history), so a request encodes only the messages it has not sent
@@ -78,6 +83,22 @@ type WireCache interface {
 	Encoded(variant string, encode func(Message) ([]byte, error)) ([][]byte, error)
 }
 
+// Attachment is a stored image's bytes and its sniffed media type.
+type Attachment struct {
+	MediaType string
+	Data      []byte
+}
+
+// AttachmentReader reads a session's stored attachment by id. A missing
+// one is an error wrapping ErrAttachmentNotFound.
+type AttachmentReader interface {
+	ReadAttachment(ctx context.Context, sessionID, id string) (Attachment, error)
+}
+
+// ErrAttachmentNotFound: the session holds no attachment with that id (an
+// imported log refers to images whose bytes were not imported).
+var ErrAttachmentNotFound = errors.New("attachment not found")
+
 // Emit receives stream chunks in order. Returning an error stops the stream;
 // the provider returns that error.
 type Emit func(Chunk) error
@@ -95,9 +116,12 @@ type Provider interface {
 // ProviderInfo describes a route: its name in requests, what to show users,
 // its models and the retry policy the driver applies to its failures.
 type ProviderInfo struct {
-	Name         string      `json:"name"`
-	Label        string      `json:"label"`
-	Offline      bool        `json:"offline,omitempty"` // the embedded demo model
+	Name    string `json:"name"`
+	Label   string `json:"label"`
+	Offline bool   `json:"offline,omitempty"` // the embedded demo model
+	// ImageInput says the route takes image content (OpenAI-compatible
+	// image_url parts); without it messages with images are refused.
+	ImageInput   bool        `json:"imageInput,omitempty"`
 	DefaultModel string      `json:"defaultModel"`
 	Models       []ModelInfo `json:"models"`
 	Retry        RetryPolicy `json:"-"`

@@ -42,6 +42,10 @@ var schemaSteps = []schemaStep{
 	// The column comes from Session through migrateModels (default "":
 	// every older session is an ordinary one).
 	{name: "sessions get a kind (subagent children)"},
+	// The attachments table and the routes' image_input column come from
+	// the models through migrateModels; the step records that this build
+	// has them.
+	{name: "attachments (images of sessions) and routes' image input"},
 }
 
 // migrateModels brings every table, column and index to what the models

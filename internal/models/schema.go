@@ -142,7 +142,9 @@ type ProviderConfig struct {
 	CachedInputPrice *float64
 	OutputPrice      *float64
 	ContextWindow    int64 `gorm:"not null;default:0"`
-	UpdatedAt        time.Time
+	// ImageInput: the route's models take images.
+	ImageInput bool `gorm:"not null;default:false"`
+	UpdatedAt  time.Time
 	// KeyError, when set, says why the stored key could not be opened
 	// (wraps secrets.ErrCannotOpen); APIKey is then empty. Not a column.
 	KeyError error `gorm:"-"`
@@ -167,6 +169,6 @@ func (MCPServerRow) TableName() string { return "mcp_servers" }
 func AllModels() []any {
 	return []any{
 		&User{}, &LoginSession{}, &APIToken{}, &Session{}, &LogRow{},
-		&Member{}, &ShareLink{}, &Setting{}, &ProviderConfig{}, &MCPServerRow{},
+		&Member{}, &ShareLink{}, &Setting{}, &ProviderConfig{}, &MCPServerRow{}, &Attachment{},
 	}
 }

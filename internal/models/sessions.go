@@ -123,8 +123,8 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u SessionUpdate) e
 	return nil
 }
 
-// DeleteSession deletes the session row, its events, members and share
-// links in one transaction, and drops events still queued for it.
+// DeleteSession deletes the session row, its events, members, share
+// links and attachments in one transaction, and drops events still queued for it.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	err := s.DB.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// The session row goes first: on PostgreSQL this waits for a batch
@@ -144,7 +144,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		if err := tx.Where("log_key = ?", keys[0]).Delete(&LogRow{}).Error; err != nil {
 			return err
 		}
-		for _, m := range []any{&Member{}, &ShareLink{}} {
+		for _, m := range []any{&Member{}, &ShareLink{}, &Attachment{}} {
 			if err := tx.Where("session_id = ?", id).Delete(m).Error; err != nil {
 				return err
 			}

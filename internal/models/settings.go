@@ -108,7 +108,7 @@ func (s *SettingsStore) SaveProvider(ctx context.Context, pc ProviderConfig, cle
 	pc.UpdatedAt = time.Now()
 	pc.KeyError = nil
 	cols := []string{"kind", "base_url", "default_model", "models", "enabled",
-		"input_price", "cached_input_price", "output_price", "context_window", "updated_at"}
+		"input_price", "cached_input_price", "output_price", "context_window", "image_input", "updated_at"}
 	if pc.APIKey != "" || clearKey {
 		cols = append(cols, "api_key")
 	}

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"harness/internal/llm"
@@ -20,6 +21,11 @@ type FoldOptions struct {
 	// someone else (shared sessions) show their author. Empty (share-link
 	// viewers) shows every author.
 	ViewerID string
+	// AttachmentBase is the path the page reaches the session's images
+	// under: "/sessions/<id>" for people (the default of a live
+	// projection), "/s/<token>" on a share-link page. An image's URL is
+	// AttachmentBase + "/attachments/" + its id.
+	AttachmentBase string
 }
 
 // Transcript is a folded run of events.
@@ -50,6 +56,7 @@ type Transcript struct {
 func (m *Markdown) Fold(events []session.Event, opts FoldOptions) Transcript {
 	p := newProjection(m, false)
 	p.viewerID = opts.ViewerID
+	p.attachBase = opts.AttachmentBase
 	out := Transcript{First: -1, Last: -1}
 	for _, ev := range events {
 		if out.First < 0 {
@@ -91,7 +98,8 @@ func actorName(a *session.Actor) string {
 // UserMessageItem is the item of a user/message event, or nil for
 // messages not shown (runtime context, tool context, permission notes, and
 // compaction checkpoints, whose marker comes from compaction/summary).
-func UserMessageItem(base Base, m llm.Message, viewerID string) *UserItem {
+// attachBase prefixes the images' URLs (FoldOptions.AttachmentBase).
+func UserMessageItem(base Base, m llm.Message, viewerID, attachBase string) *UserItem {
 	if m.Source.Kind == llm.SourceAgent {
 		// A subagent's task, written by its parent agent.
 		return &UserItem{Base: withID(base, userID(m.ID)), Text: m.Text(), Author: "Task from the parent agent", ShowAuthor: true}
@@ -99,8 +107,15 @@ func UserMessageItem(base Base, m llm.Message, viewerID string) *UserItem {
 	if m.Source.Kind != llm.SourceUser {
 		return nil
 	}
-	return &UserItem{Base: withID(base, userID(m.ID)), Text: m.Text(), Author: m.Source.Name,
+	it := &UserItem{Base: withID(base, userID(m.ID)), Text: m.Text(), Author: m.Source.Name,
 		ShowAuthor: viewerID == "" || m.Source.UserID != viewerID, authorID: m.Source.UserID}
+	for _, b := range m.Images() {
+		it.Images = append(it.Images, ImageView{
+			ID: b.Attachment, URL: attachBase + "/attachments/" + url.PathEscape(b.Attachment),
+			MediaType: b.MediaType, Name: b.Name, Size: b.Size, Width: b.Width, Height: b.Height,
+		})
+	}
+	return it
 }
 
 // BlockStartItem is the empty streaming item a block-start chunk opens.

@@ -42,6 +42,48 @@ type UserItem struct {
 	// authorID is the sender's user id (a live fragment sets ShowAuthor
 	// per viewer).
 	authorID string
+	// Images are the message's images, in order.
+	Images []ImageView
+}
+
+// ImageView is an image of a user bubble: a stored attachment, linked at
+// URL (the page's own attachment route), with what the log says of it.
+type ImageView struct {
+	ID, URL, MediaType, Name string
+	Size                     int64
+	Width, Height            int
+}
+
+// Alt is the image's text alternative: its name (if any), type and size
+// in pixels ("shot.png, PNG image, 640 × 480").
+func (v ImageView) Alt() string {
+	kind := strings.ToUpper(strings.TrimPrefix(v.MediaType, "image/")) + " image"
+	if v.MediaType == "" {
+		kind = "Image"
+	}
+	s := kind
+	if v.Width > 0 && v.Height > 0 {
+		s += ", " + strconv.Itoa(v.Width) + " × " + strconv.Itoa(v.Height)
+	}
+	if v.Name != "" {
+		s = v.Name + ", " + s
+	}
+	return s
+}
+
+// Label names the link that opens the image full size.
+func (v ImageView) Label() string { return "Open the image full size: " + v.Alt() }
+
+// WidthAttr and HeightAttr are the img's size attributes ("" when the log
+// does not say), so the bubble keeps its place while the image loads.
+func (v ImageView) WidthAttr() string  { return dim(v.Width) }
+func (v ImageView) HeightAttr() string { return dim(v.Height) }
+
+func dim(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // ReasoningItem is a reasoning block (collapsed by default).

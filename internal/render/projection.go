@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -61,6 +62,7 @@ type Projection struct {
 	live        bool
 	figuresOnly bool
 	viewerID    string // page: the viewer the user bubbles are built for
+	attachBase  string // the images' URL prefix (FoldOptions.AttachmentBase)
 	context     func() (ContextFigures, bool)
 	label       ModelLabelFunc
 	figures     func(seq int64) (SessionFigures, bool)
@@ -141,6 +143,10 @@ func newProjection(md *Markdown, live bool) *Projection {
 func NewProjection(md *Markdown, id string, l *session.Log, upto int64, opts ProjectionOptions) *Projection {
 	p := newProjection(md, true)
 	p.id, p.context, p.label, p.figures = id, opts.Context, opts.ModelLabel, opts.Figures
+	// Live fragments go to every viewer of the topic alike: images are
+	// linked as people reach them; a share-link page rewrites the prefix
+	// to its own (transcript.js).
+	p.attachBase = "/sessions/" + url.PathEscape(id)
 	if opts.PreviewInterval > 0 {
 		p.interval = opts.PreviewInterval.Milliseconds()
 	}
@@ -256,7 +262,7 @@ func (p *Projection) apply(ev session.Event) error {
 		if err != nil {
 			return err
 		}
-		if it := UserMessageItem(base, m, p.viewerID); it != nil {
+		if it := UserMessageItem(base, m, p.viewerID, p.attachBase); it != nil {
 			p.add(it)
 			p.author = it
 			p.upsert(it)

@@ -32,6 +32,8 @@ type Form struct {
 	OutputPrice      string
 	// ContextWindow in tokens; empty keeps the adapter's.
 	ContextWindow string
+	// ImageInput: the route's models take images.
+	ImageInput bool
 }
 
 // maxPrice and maxWindow bound what a form may store: far above any real
@@ -118,7 +120,7 @@ func (f Form) config() (models.ProviderConfig, error) {
 		return models.ProviderConfig{}, inputf("name at least one model")
 	}
 	b, _ := json.Marshal(ids) // a string slice always encodes
-	pc := models.ProviderConfig{Name: name, Kind: kind, BaseURL: base, APIKey: key, DefaultModel: def, Models: string(b), Enabled: f.Enabled}
+	pc := models.ProviderConfig{Name: name, Kind: kind, BaseURL: base, APIKey: key, DefaultModel: def, Models: string(b), Enabled: f.Enabled, ImageInput: f.ImageInput}
 	if err := f.prices(&pc); err != nil {
 		return models.ProviderConfig{}, err
 	}

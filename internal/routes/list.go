@@ -39,6 +39,8 @@ type Route struct {
 	// context window (0: the adapter's).
 	InputPrice, CachedInputPrice, OutputPrice *float64
 	ContextWindow                             int64
+	// ImageInput: the route takes images.
+	ImageInput bool
 }
 
 // Editable reports whether the settings page may change the route.
@@ -57,7 +59,7 @@ func (r *Routes) List(ctx context.Context) ([]Route, error) {
 	var out []Route
 	at := map[string]int{}
 	for _, info := range r.reg.List() {
-		rt := Route{Name: info.Name, Label: info.Label, Source: SourceEnv, DefaultModel: info.DefaultModel, Enabled: true, Offline: info.Offline}
+		rt := Route{Name: info.Name, Label: info.Label, Source: SourceEnv, DefaultModel: info.DefaultModel, Enabled: true, Offline: info.Offline, ImageInput: info.ImageInput}
 		if info.Offline {
 			rt.Source = SourceBuiltIn
 		}
@@ -71,6 +73,7 @@ func (r *Routes) List(ctx context.Context) ([]Route, error) {
 			Name: pc.Name, Label: pc.Name, Source: SourceStored, Kind: pc.Kind, BaseURL: pc.BaseURL, KeySet: pc.APIKey != "",
 			DefaultModel: pc.DefaultModel, Models: ids, Enabled: pc.Enabled,
 			InputPrice: pc.InputPrice, CachedInputPrice: pc.CachedInputPrice, OutputPrice: pc.OutputPrice, ContextWindow: pc.ContextWindow,
+			ImageInput: pc.ImageInput,
 		}
 		if i, ok := at[pc.Name]; ok {
 			if !r.managed[pc.Name] {

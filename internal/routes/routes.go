@@ -286,7 +286,7 @@ func storedConfig(pc models.ProviderConfig) (openai.Config, error) {
 	}
 	cfg := openai.Config{
 		Name: pc.Name, Label: pc.Name, Kind: openai.Kind(pc.Kind), BaseURL: pc.BaseURL, APIKey: pc.APIKey,
-		DefaultModel: pc.DefaultModel,
+		DefaultModel: pc.DefaultModel, ImageInput: pc.ImageInput,
 	}
 	switch cfg.Kind {
 	case openai.KindDeepSeek:

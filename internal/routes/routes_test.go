@@ -426,3 +426,29 @@ func TestPricesStoredListedAndTested(t *testing.T) {
 		t.Errorf("after clearing: %+v", pc)
 	}
 }
+
+func TestImageInputStoredAndApplied(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	base := fake.NewServer(fake.Script{}).Start(t)
+	for _, on := range []bool{true, false} {
+		if _, err := e.routes.Save(t.Context(), routes.Form{Name: "vision", Kind: "openai", BaseURL: base, Models: "m", Enabled: true, ImageInput: on}); err != nil {
+			t.Fatal(err)
+		}
+		if info, ok := e.routes.Lookup("vision"); !ok || info.ImageInput != on {
+			t.Fatalf("live route after saving image input %v: %+v", on, info)
+		}
+		list, err := e.routes.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(list, func(r routes.Route) bool { return r.Name == "vision" })
+		if i < 0 || list[i].ImageInput != on {
+			t.Fatalf("listed after saving image input %v: %+v", on, list)
+		}
+		e.restart(t)
+		if info, _ := e.routes.Lookup("vision"); info.ImageInput != on {
+			t.Fatalf("after a restart: image input %v, want %v", info.ImageInput, on)
+		}
+	}
+}

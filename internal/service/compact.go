@@ -40,7 +40,7 @@ func (s *Service) Compact(ctx context.Context, a *auth.Actor, id string) (Compac
 		return CompactResult{}, err
 	}
 	defer release()
-	if err := s.checkRoute(ctx, ag); err != nil {
+	if _, err := s.checkRoute(ctx, ag); err != nil {
 		return CompactResult{}, err
 	}
 	opts := s.compact

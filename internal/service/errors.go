@@ -38,6 +38,12 @@ const (
 	// CodeWorkspaceNotReady: the session's workspace is still being
 	// prepared (a clone); input waits until it is ready.
 	CodeWorkspaceNotReady Code = "workspace_not_ready"
+	// CodeUnsupportedMedia: an upload that is not an image of an accepted
+	// type (PNG, JPEG, GIF, WebP), judged by its bytes.
+	CodeUnsupportedMedia Code = "unsupported_media_type"
+	// CodeUnsupportedContent: the session's model route cannot take what
+	// was sent (images on a route without image input).
+	CodeUnsupportedContent Code = "unsupported_content"
 	// CodeRateLimited: too many attempts (logins); try again later.
 	CodeRateLimited Code = "rate_limited"
 	// CodeCSRF: a form post or API call from a browser without its CSRF
@@ -61,6 +67,10 @@ func (c Code) HTTPStatus() int {
 		return http.StatusConflict
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case CodeUnsupportedContent:
+		return http.StatusUnprocessableEntity
 	case CodeRateLimited:
 		return http.StatusTooManyRequests
 	case CodeUnavailable:

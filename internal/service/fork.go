@@ -53,6 +53,7 @@ func (s *Service) Fork(ctx context.Context, a *auth.Actor, id string, atSeq *int
 	if err := s.newSession(ctx, row, seed); err != nil {
 		return Session{}, err
 	}
+	s.copyAttachments(ctx, id, childID, seed)
 	s.copyForFork(ctx, src, childID, dir)
 	s.log.InfoContext(ctx, "session forked", "session", childID, "parent", id, "at", row.ForkSeq, "owner", a.UserID)
 	s.emit(Change{Kind: ChangeUpdated, Session: childID})
@@ -71,4 +72,24 @@ func seedEffort(seed []session.Event) llm.Effort {
 		}
 	}
 	return ""
+}
+
+// copyAttachments copies the images the seed's messages refer to into the
+// child, under the same ids, so the copied log's references hold there
+// (and outlive the parent). A copy that fails is logged: the child's
+// transcript then shows those images as unavailable and its model gets a
+// text note in their place.
+func (s *Service) copyAttachments(ctx context.Context, parent, child string, seed []session.Event) {
+	var msgs []llm.Message
+	for _, ev := range seed {
+		if ev.Type != session.TypeUserMessage {
+			continue
+		}
+		if m, err := session.Decode[llm.Message](ev); err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	if err := s.store.CopyAttachments(ctx, parent, child, attachmentIDs(msgs)); err != nil {
+		s.log.ErrorContext(ctx, "fork: copy images", "session", child, "parent", parent, "err", err)
+	}
 }

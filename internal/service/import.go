@@ -90,6 +90,7 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 		s.undoImport(ctx, row)
 		return Session{}, s.fail(ctx, "import: load", err)
 	}
+	s.importImages(ctx, a, id, events)
 	s.log.InfoContext(ctx, "session imported", "session", id, "owner", a.UserID, "format", res.Format,
 		"events", len(res.Events), "route", route.Provider+"/"+route.Model, "mode", mode, "notes", res.Notes)
 	s.emit(Change{Kind: ChangeUpdated, Session: id})

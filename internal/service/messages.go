@@ -13,9 +13,12 @@ import (
 // SendMessage sends a person's message to a session as a followup (its own
 // turn) or a steer (the running turn's next step) and returns the message
 // id. The message records who sent it. It returns once the message is
-// durable.
+// durable. Its images (m.Attachments, uploaded to the session first) are
+// image blocks after the text, referring to the stored attachments; the
+// text may then be empty. Images to a route that does not take them are
+// refused (unsupported_content) before anything is queued.
 func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m Message) (string, error) {
-	content, err := checkContent(m.Content)
+	content, err := checkContent(m.Content, len(m.Attachments) > 0)
 	if err != nil {
 		return "", err
 	}
@@ -32,6 +35,10 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
 		return "", err
 	}
+	images, err := s.imageBlocks(ctx, id, m.Attachments)
+	if err != nil {
+		return "", err
+	}
 	if err := s.workspaceReady(ctx, id); err != nil {
 		return "", err
 	}
@@ -40,10 +47,19 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 		return "", err
 	}
 	defer release()
-	if err := s.checkRoute(ctx, ag); err != nil {
+	route, err := s.checkRoute(ctx, ag)
+	if err != nil {
 		return "", err
 	}
-	msg := llm.UserText(content, llm.Source{Kind: llm.SourceUser, UserID: a.UserID, Name: displayName(a), ClientID: m.ClientID})
+	if err := checkImages(route, len(images) > 0, ag.Log().History()); err != nil {
+		return "", err
+	}
+	msg := llm.Message{ID: llm.NewID(), Role: llm.RoleUser, Content: make([]llm.ContentBlock, 0, 1+len(images)),
+		Source: llm.Source{Kind: llm.SourceUser, UserID: a.UserID, Name: displayName(a), ClientID: m.ClientID}}
+	if strings.TrimSpace(content) != "" {
+		msg.Content = append(msg.Content, llm.Text(content))
+	}
+	msg.Content = append(msg.Content, images...)
 	send := ag.Followup
 	if mode == SendSteer {
 		send = ag.Steer
@@ -54,20 +70,21 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 	return msg.ID, nil
 }
 
-// checkContent refuses empty and oversized text.
-func checkContent(c string) (string, error) {
+// checkContent refuses oversized text, and empty text unless the message
+// has images.
+func checkContent(c string, hasImages bool) (string, error) {
 	if len(c) > MaxMessageBytes {
 		return "", Errorf(CodeTooLarge, "message is larger than %d KiB", MaxMessageBytes>>10)
 	}
-	if strings.TrimSpace(c) == "" {
+	if strings.TrimSpace(c) == "" && !hasImages {
 		return "", Errorf(CodeBadRequest, "message is empty")
 	}
 	return c, nil
 }
 
 // checkRoute refuses input for a session whose model route is gone (e.g. a
-// provider removed from the configuration since).
-func (s *Service) checkRoute(ctx context.Context, ag *driver.Agent) error {
+// provider removed from the configuration since); it returns the route.
+func (s *Service) checkRoute(ctx context.Context, ag *driver.Agent) (llm.ProviderInfo, error) {
 	rt := Route{}
 	if sel := ag.Log().State().Model; sel != nil {
 		rt = Route{Provider: sel.Provider, Model: sel.Model}
@@ -77,10 +94,11 @@ func (s *Service) checkRoute(ctx context.Context, ag *driver.Agent) error {
 	if rt.Provider == "" {
 		rt.Provider, _ = s.providers.Default()
 	}
-	if _, ok := s.providers.Get(rt.Provider); !ok {
-		return Errorf(CodeUnavailable, "model route %q is not available", rt.Provider)
+	p, ok := s.providers.Get(rt.Provider)
+	if !ok {
+		return llm.ProviderInfo{}, Errorf(CodeUnavailable, "model route %q is not available", rt.Provider)
 	}
-	return nil
+	return p.Info(), nil
 }
 
 // Cancel aborts the running turn; unless keepInbox, the queue is cleared
@@ -103,7 +121,7 @@ func (s *Service) EditQueueItem(ctx context.Context, a *auth.Actor, id, item, co
 	if item == "" {
 		return Errorf(CodeBadRequest, "item is required")
 	}
-	c, err := checkContent(content)
+	c, err := checkContent(content, false)
 	if err != nil {
 		return err
 	}
@@ -161,7 +179,7 @@ func (s *Service) RunQueue(ctx context.Context, a *auth.Actor, id string) error 
 		return err
 	}
 	defer release()
-	if err := s.checkRoute(ctx, ag); err != nil {
+	if _, err := s.checkRoute(ctx, ag); err != nil {
 		return err
 	}
 	if err := ag.RunNext(ctx); err != nil {

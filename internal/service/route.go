@@ -125,7 +125,7 @@ func (s *Service) Providers(ctx context.Context, a *auth.Actor) (Providers, erro
 			label += " (offline demo)"
 		}
 		out.Providers = append(out.Providers, Provider{
-			Name: info.Name, Label: label, Offline: info.Offline,
+			Name: info.Name, Label: label, Offline: info.Offline, ImageInput: info.ImageInput,
 			DefaultModel: info.DefaultModel, Models: info.Models,
 		})
 	}

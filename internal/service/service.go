@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,9 @@ type Deps struct {
 	// Meta turns a stored session row into what the driver starts an agent
 	// from (app passes driverstore.Store); required.
 	Meta AgentMeta
+	// AttachmentMax caps one uploaded image in bytes (0:
+	// DefaultAttachmentMax).
+	AttachmentMax int64
 	// Compaction are the options compact.Install got; their Meter (shared
 	// with the automatic triggers and the renderer) measures the context
 	// figures, and manual compactions (Compact) run with them. Providers and
@@ -59,6 +63,7 @@ type Service struct {
 	jobs      *jobs
 	compact   compact.Options
 	meters    *meterCache
+	attachMax int64
 
 	changesMu sync.RWMutex
 	nextSub   int
@@ -88,7 +93,8 @@ func New(d Deps) *Service {
 		log: log, store: d.Store, mgr: d.Manager, meta: d.Meta, auth: d.Auth,
 		providers: d.Manager.Providers(), ws: d.Workspaces, settings: d.Settings, jobs: newJobs(),
 		compact: copts, meters: newMeterCache(meterCacheSize),
-		changes: map[int]func(Change){},
+		changes:   map[int]func(Change){},
+		attachMax: cmp.Or(d.AttachmentMax, DefaultAttachmentMax),
 	}
 }
 

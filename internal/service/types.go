@@ -123,6 +123,9 @@ type Message struct {
 	// ClientID is the client's request id, recorded on the message source
 	// so a client can match its optimistic echo.
 	ClientID string `json:"clientId,omitempty"`
+	// Attachments are ids of images uploaded to the session
+	// (UploadAttachment), sent after the text in this order.
+	Attachments []string `json:"attachments,omitempty"`
 }
 
 // Decision answers an approval.
@@ -174,9 +177,11 @@ type Route struct {
 
 // Provider is one model route as clients see it (no secrets).
 type Provider struct {
-	Name         string          `json:"name"`
-	Label        string          `json:"label"`
-	Offline      bool            `json:"offline,omitempty"`
+	Name    string `json:"name"`
+	Label   string `json:"label"`
+	Offline bool   `json:"offline,omitempty"`
+	// ImageInput: the route takes images.
+	ImageInput   bool            `json:"imageInput,omitempty"`
 	DefaultModel string          `json:"defaultModel"`
 	Models       []llm.ModelInfo `json:"models"`
 }

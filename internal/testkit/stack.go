@@ -74,6 +74,9 @@ type StackOptions struct {
 	// negative means forks never copy.
 	ForkCopyMax int64
 
+	// AttachmentMax caps one uploaded image [service.DefaultAttachmentMax].
+	AttachmentMax int64
+
 	// VerifyRequests makes every model request prove it equals the log.
 	VerifyRequests bool
 	// Manager adjusts the manager's options (after the stack filled them).
@@ -288,7 +291,8 @@ func (s *Stack) buildProviders() {
 // start builds a manager (compaction installed when asked) and a service
 // over it.
 func (s *Stack) start() {
-	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces, Network: s.Workspaces.Network}
+	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces, Network: s.Workspaces.Network,
+		Attachments: driverstore.Store{S: s.Store}}
 	if s.opts.Subagents {
 		mopts.Children = driverstore.Store{S: s.Store}
 	}
@@ -312,6 +316,7 @@ func (s *Stack) start() {
 	s.Service = service.New(service.Deps{
 		Log: s.Log, Store: s.Store, Manager: s.Manager, Meta: driverstore.Store{S: s.Store},
 		Auth: s.Auth, Workspaces: s.Workspaces, Settings: s.Settings, Compaction: s.Compaction,
+		AttachmentMax: s.opts.AttachmentMax,
 	})
 	s.stopped = false
 }

@@ -40,6 +40,14 @@ func (s *Server) apiRoutes() {
 	g.GET("/sessions/:id/files/content", s.apiFileContent)
 	g.GET("/sessions/:id/files/download", s.downloadFile)
 	g.POST("/sessions/:id/fork", s.apiFork)
+	// Images: the body limit is the image cap's, set before routing
+	// (limitAttachmentUpload); any replica stores them.
+	s.e.Pre(s.limitAttachmentUpload)
+	s.e.POST("/api/sessions/:id/attachments", s.apiUploadAttachment, s.RequireUser)
+	g.GET("/sessions/:id/attachments/:aid", s.getAttachment)
+	// The transcript's <img> routes: a signed-in reader's, a share link's.
+	s.e.GET("/sessions/:id/attachments/:aid", s.getAttachment, s.RequireUser)
+	s.e.GET("/s/:token/attachments/:aid", s.shareAttachment)
 
 	cmd.POST("/sessions/:id/messages", s.apiSendMessage)
 	cmd.POST("/sessions/:id/cancel", s.apiCancel)

@@ -112,10 +112,10 @@ func requestLog(log *slog.Logger) []echo.MiddlewareFunc {
 }
 
 // redactPath logs the route pattern for paths that carry secrets (share
-// links, setup tokens) and the real path otherwise.
+// links and every route under one, setup tokens) and the real path
+// otherwise.
 func redactPath(c echo.Context) string {
-	switch c.Path() {
-	case "/s/:token", "/setup/:token":
+	if strings.Contains(c.Path(), ":token") {
 		return c.Path()
 	}
 	return c.Request().URL.Path

@@ -96,7 +96,7 @@ func (s *Server) history(c echo.Context, a *auth.Actor, id string) error {
 	if err != nil {
 		return s.pageError(c, err)
 	}
-	tr := s.fold(id, evs, a)
+	tr := s.fold(c, id, evs, a)
 	v := templates.HistoryView{Items: tr.Items, HasMore: more, Before: before}
 	if len(evs) > 0 {
 		v.Before = evs[0].Seq
@@ -106,8 +106,8 @@ func (s *Server) history(c echo.Context, a *auth.Actor, id string) error {
 
 // fold folds a page of events for the viewer; events it had to skip (their
 // data did not decode) are logged, since the page cannot show them.
-func (s *Server) fold(id string, evs []session.Event, a *auth.Actor) render.Transcript {
-	tr := s.ui.Markdown.Fold(evs, render.FoldOptions{ViewerID: viewerID(a)})
+func (s *Server) fold(c echo.Context, id string, evs []session.Event, a *auth.Actor) render.Transcript {
+	tr := s.ui.Markdown.Fold(evs, render.FoldOptions{ViewerID: viewerID(a), AttachmentBase: attachmentBase(c, id)})
 	if tr.Malformed > 0 {
 		s.log.Warn("malformed events skipped on a page", "session", id, "count", tr.Malformed, "first", tr.First, "last", tr.Last)
 	}
@@ -132,7 +132,7 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 		return templates.ChatView{}, err
 	}
 	sess, evs, more := page.Session, page.Events, page.More
-	tr := s.fold(id, evs, a)
+	tr := s.fold(c, id, evs, a)
 	label, offline, window := s.routeLabel(sess.Provider, sess.Model)
 	if tr.ContextWindow > 0 {
 		window = tr.ContextWindow
@@ -140,9 +140,10 @@ func (s *Server) chatView(c echo.Context, a *auth.Actor, id string) (templates.C
 	v := templates.ChatView{
 		ID: sess.ID, Title: sess.Title, ModelLabel: label, Offline: offline,
 		Mode: string(sess.Mode), Status: string(sess.Status), Role: string(sess.Role), Archived: sess.Archived,
-		CanWrite:  sess.Role.Can(auth.ActionWrite),
-		CanManage: sess.Role.Can(auth.ActionManage),
-		Items:     tr.Items, HasMore: more, Head: -1, Before: 0,
+		CanWrite:      sess.Role.Can(auth.ActionWrite),
+		CanManage:     sess.Role.Can(auth.ActionManage),
+		AttachmentMax: s.svc.AttachmentMax(),
+		Items:         tr.Items, HasMore: more, Head: -1, Before: 0,
 		Todos: tr.Todos, Queue: queueView(sess), Interactions: interactionViews(sess),
 		ContextWindow: window,
 	}

@@ -9,10 +9,10 @@ import (
 func queueView(sess service.Session) templates.QueueView {
 	var v templates.QueueView
 	for _, m := range sess.Queue.Steering {
-		v.Steering = append(v.Steering, templates.QueueItem{ID: m.ID, Text: m.Text()})
+		v.Steering = append(v.Steering, templates.QueueItem{ID: m.ID, Text: m.Text(), Images: len(m.Images())})
 	}
 	for _, m := range sess.Queue.Queued {
-		v.Queued = append(v.Queued, templates.QueueItem{ID: m.ID, Text: m.Text()})
+		v.Queued = append(v.Queued, templates.QueueItem{ID: m.ID, Text: m.Text(), Images: len(m.Images())})
 	}
 	return v
 }

@@ -52,6 +52,7 @@ func routeView(r routes.Route) templates.RouteView {
 		Name: r.Name, Label: r.Label, Kind: string(r.Source), BaseURL: r.BaseURL, KeySet: r.KeySet,
 		DefaultModel: r.DefaultModel, Models: strings.Join(r.Models, ", "), Enabled: r.Enabled, Editable: r.Editable(), Offline: r.Offline,
 		InputPrice: formatPrice(r.InputPrice), CachedInputPrice: formatPrice(r.CachedInputPrice), OutputPrice: formatPrice(r.OutputPrice),
+		ImageInput: r.ImageInput,
 	}
 	if r.ContextWindow > 0 {
 		v.ContextWindow = strconv.FormatInt(r.ContextWindow, 10)
@@ -104,6 +105,7 @@ func (s *Server) pageSaveProvider(c echo.Context) error {
 		DefaultModel: c.FormValue("default_model"), Models: c.FormValue("models"), Enabled: c.FormValue("enabled") == "1",
 		InputPrice: c.FormValue("input_price"), CachedInputPrice: c.FormValue("cached_input_price"),
 		OutputPrice: c.FormValue("output_price"), ContextWindow: c.FormValue("context_window"),
+		ImageInput: c.FormValue("image_input") == "1",
 	}
 	_, err := s.ui.Routes.Save(c.Request().Context(), f)
 	return s.routesResult(c, err, flashRouteSaved)

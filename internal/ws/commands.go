@@ -88,7 +88,7 @@ func (h *Hub) command(ctx context.Context, a *auth.Actor, req Request) Response 
 		if req.Op == OpSteer {
 			mode = service.SendSteer
 		}
-		resp.MessageID, err = svc.SendMessage(ctx, a, req.Session, service.Message{Content: req.Content, Mode: mode, ClientID: req.ID})
+		resp.MessageID, err = svc.SendMessage(ctx, a, req.Session, service.Message{Content: req.Content, Mode: mode, ClientID: req.ID, Attachments: req.Attachments})
 	case OpCancel:
 		err = svc.Cancel(ctx, a, req.Session, req.KeepInbox)
 	case OpInboxEdit:

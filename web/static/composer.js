@@ -5,6 +5,7 @@
 // allowed for the session, status, mode and model, and the context meter.
 
 import { Palette } from "./palette.js";
+import { ImageTray } from "./images.js";
 
 // COMPACT is the composer command that compacts the history instead of
 // sending a message.
@@ -45,6 +46,7 @@ export class Controls {
       this.send("followup");
     });
     this.palette = new Palette(this);
+    this.images = new ImageTray(this.chat, (text) => this.say(text));
     this.input.addEventListener("keydown", (e) => {
       if (this.palette.keydown(e)) return;
       if (e.key !== "Enter" || e.isComposing) return;
@@ -179,19 +181,29 @@ export class Controls {
 
   async send(mode) {
     const content = this.input.value;
-    if (!content.trim()) return;
-    this.input.value = "";
-    this.autosize();
+    const withImages = this.images?.count > 0;
+    if (!content.trim() && !withImages) return;
     // Exactly "/compact" is a command, never a message; any other text
     // starting with "/" is sent as written.
-    if (content.trim() === COMPACT) {
+    if (content.trim() === COMPACT && !withImages) {
+      this.input.value = "";
+      this.autosize();
       await this.compact();
       return;
     }
+    const fields = { content };
+    if (withImages) {
+      const ids = await this.images.ids();
+      if (!ids) return;
+      fields.attachments = ids;
+    }
+    this.input.value = "";
+    this.autosize();
     try {
-      await this.call(mode, { content });
+      await this.call(mode, fields);
+      if (withImages) this.images.clear();
     } catch {
-      // Keep what was typed when the server refused it.
+      // Keep what was typed (and the images) when the server refused it.
       if (!this.input.value) this.input.value = content;
     }
   }
@@ -435,6 +447,13 @@ export class Controls {
     text.className = "queue-text";
     text.textContent = (m.content || []).filter((b) => b.type === "text").map((b) => b.text).join("");
     li.append(text);
+    const images = (m.content || []).filter((b) => b.type === "image").length;
+    if (images > 0) {
+      const pill = document.createElement("span");
+      pill.className = "pill queue-images";
+      pill.textContent = images === 1 ? "1 image" : `${images} images`;
+      li.append(pill);
+    }
     if (this.canWrite && kind === "queued") {
       const actions = document.createElement("span");
       actions.className = "queue-actions";

@@ -191,7 +191,7 @@ export class TimelineModel {
         if (src.kind === "user") {
           this.add({
             key: `u-${ev.seq}`, kind: "user", lane: "input", seq: ev.seq, turn: this.turn, start: t, end: t,
-            title: src.name ? `User: ${src.name}` : "User", text: clip(textOf(d.content), 300),
+            title: src.name ? `User: ${src.name}` : "User", text: clip(withImages(textOf(d.content), d.content), 300),
             target: { id: SAFE_ID.test(d.id || "") ? `u-${d.id}` : "" },
           });
         } else {
@@ -775,6 +775,14 @@ async function errorText(res) {
 function textOf(blocks) {
   if (typeof blocks === "string") return blocks;
   return (blocks || []).filter((b) => b.type === "text" && b.text).map((b) => b.text).join("\n");
+}
+
+/** Text followed by the images' count ("look [2 images]"). */
+function withImages(text, blocks) {
+  const n = (blocks || []).filter((b) => b.type === "image").length;
+  if (!n) return text;
+  const note = n === 1 ? "[1 image]" : `[${n} images]`;
+  return text ? `${text} ${note}` : note;
 }
 
 function messageSummary(msg) {

@@ -158,11 +158,27 @@ export class Transcript {
     }
   }
 
+  /** On a share-link page, points the images of live fragments (linked
+   * as signed-in people reach them) at the link's own route, before they
+   * are inserted and load. */
+  shareImages(root) {
+    const base = `/s/${encodeURIComponent(this.chat.dataset.share)}/attachments/`;
+    for (const tpl of root.querySelectorAll("template")) {
+      for (const a of tpl.content.querySelectorAll("a[data-attachment]")) {
+        const url = base + encodeURIComponent(a.dataset.attachment);
+        a.href = url;
+        const img = a.querySelector("img");
+        if (img) img.src = url;
+      }
+    }
+  }
+
   /** Applies a fragment: a list of <template data-op> operations; at(seq)
    * is called at each "at" marker of a session/events push. */
   applyHTML(html, at) {
     const box = document.createElement("template");
     box.innerHTML = html;
+    if (this.chat.dataset.share) this.shareImages(box.content);
     for (const tpl of box.content.children) {
       if (tpl.tagName !== "TEMPLATE") continue;
       const op = tpl.dataset.op;

@@ -88,3 +88,11 @@ func workspaceTitle(w WorkspaceView) string {
 	}
 	return "A fresh workspace: " + w.Path
 }
+
+// imagesText counts images for people: "1 image", "3 images".
+func imagesText(n int) string {
+	if n == 1 {
+		return "1 image"
+	}
+	return strconv.Itoa(n) + " images"
+}

@@ -88,6 +88,9 @@ type ModelOption struct {
 type ChatView struct {
 	// Nav is nil on a share-link page (no account).
 	Nav *Nav
+	// AttachmentMax is the size cap of one image (the composer refuses a
+	// larger one before uploading it).
+	AttachmentMax int64
 	// ShareToken is set on a share-link page: the socket authenticates
 	// with it.
 	ShareToken string
@@ -319,6 +322,8 @@ type RouteView struct {
 	// the form shows them ("" when unset).
 	InputPrice, CachedInputPrice, OutputPrice string
 	ContextWindow                             string
+	// ImageInput: the route takes images.
+	ImageInput bool
 }
 
 // AdminUsersView fills the user management page.
@@ -351,6 +356,8 @@ type QueueView struct {
 type QueueItem struct {
 	ID   string
 	Text string
+	// Images counts the message's images.
+	Images int
 }
 
 // InteractionView is a pending approval or, when Question is set, a

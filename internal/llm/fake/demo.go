@@ -58,6 +58,9 @@ func (d demo) reply(rec Recorded) Reply {
 	if m := t.msgs[t.last]; m.Role == "tool" {
 		return d.afterTool(t, m)
 	}
+	if m := t.msgs[t.last]; len(m.Images) > 0 {
+		return d.describeImages(t, m)
+	}
 	return d.prompt(t, strings.TrimSpace(t.msgs[t.last].Text()))
 }
 

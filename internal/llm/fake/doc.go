@@ -56,6 +56,12 @@
 //     tool), whose prompt is read by these same rules.
 //   - "long: N": a reply streamed as N text chunks; "think: N": N reasoning
 //     chunks, then a short text (N is capped at 100000).
+//   - a message with images (image_url content parts, as a route that
+//     takes images sends them): a list with one line per image, read from
+//     the bytes the request carried: the media type sniffed from them, the
+//     size in bytes and the pixel dimensions from the image's header
+//     ("image/png, 1234 bytes, 64 x 48 pixels"; PNG, JPEG, GIF and WebP),
+//     then the message's text quoted. This rule comes before the others.
 //   - anything else: a short reasoning block and a markdown reply quoting
 //     the prompt and listing these rules.
 //

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -28,6 +29,75 @@ type WireMessage struct {
 	ReasoningContent string         `json:"reasoning_content,omitempty"`
 	ToolCalls        []WireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string         `json:"tool_call_id,omitempty"`
+	// Images are the message's image_url content parts, in order (not a
+	// wire field: read from content).
+	Images []WireImage `json:"-"`
+}
+
+// WireImage is one image_url content part: its URL as sent (a data: URL
+// carries the bytes) and, for a data URL, the media type it names and the
+// decoded bytes (nil when it is not base64 data).
+type WireImage struct {
+	URL       string
+	MediaType string
+	Data      []byte
+}
+
+// UnmarshalJSON reads the message and its image parts.
+func (m *WireMessage) UnmarshalJSON(b []byte) error {
+	type plain WireMessage
+	var raw struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = WireMessage(raw.plain)
+	if len(raw.Content) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw.Content, &m.Content); err != nil {
+		return err
+	}
+	if raw.Content[0] != '[' {
+		return nil
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if err := json.Unmarshal(raw.Content, &parts); err != nil {
+		return fmt.Errorf("message content: %w", err)
+	}
+	for _, p := range parts {
+		if p.Type == "image_url" {
+			m.Images = append(m.Images, decodeImageURL(p.ImageURL.URL))
+		}
+	}
+	return nil
+}
+
+// decodeImageURL reads a data:<type>;base64,<data> URL; any other URL is
+// kept as it is.
+func decodeImageURL(u string) WireImage {
+	img := WireImage{URL: u}
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return img
+	}
+	meta, data, ok := strings.Cut(rest, ",")
+	mt, isB64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !isB64 {
+		return img
+	}
+	img.MediaType = mt
+	if b, err := base64.StdEncoding.DecodeString(data); err == nil {
+		img.Data = b
+	}
+	return img
 }
 
 // WireToolCall is a tool call inside an assistant wire message.
@@ -138,10 +208,13 @@ func (s *Server) record(r *http.Request, raw []byte) Recorded {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := Recorded{
-		Index: len(s.records), Method: r.Method, Path: r.URL.Path,
+		Index: s.count, Method: r.Method, Path: r.URL.Path,
 		Header: r.Header.Clone(), Body: body, Raw: raw,
 	}
-	s.records = append(s.records, rec)
+	s.count++
+	if !s.forget {
+		s.records = append(s.records, rec)
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return rec

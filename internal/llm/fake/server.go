@@ -24,6 +24,9 @@ type Server struct {
 	script  Script
 	next    int
 	records []Recorded
+	// forget keeps no records (WithoutRecords); count numbers requests.
+	forget  bool
+	count   int
 	changed chan struct{} // closed and replaced on every new record
 
 	models      []string
@@ -59,6 +62,13 @@ func WithChunkDelay(d time.Duration) Option {
 // WithWaitTimeout bounds WaitRequests (default 10 s).
 func WithWaitTimeout(d time.Duration) Option {
 	return func(s *Server) { s.waitTimeout = d }
+}
+
+// WithoutRecords keeps no record of the requests (Requests stays empty):
+// the in-process demo model serves a whole server's life, and each request
+// holds a session's history (and its images' bytes).
+func WithoutRecords() Option {
+	return func(s *Server) { s.forget = true }
 }
 
 // WithLogger sets the logger (default: discard).

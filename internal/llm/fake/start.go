@@ -24,7 +24,7 @@ func StartDemo(ctx context.Context, log *slog.Logger, opts ...Option) (llm.Provi
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	srv := NewDemo(append([]Option{WithLogger(log)}, opts...)...)
+	srv := NewDemo(append([]Option{WithLogger(log), WithoutRecords()}, opts...)...)
 	url, err := srv.listen(ctx, "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, fmt.Errorf("start demo model: %w", err)
@@ -37,6 +37,8 @@ func StartDemo(ctx context.Context, log *slog.Logger, opts ...Option) (llm.Provi
 	p, err := openai.New(openai.Config{
 		Name: DemoProvider, Label: DemoLabel, Kind: openai.KindDeepSeek, Offline: true,
 		BaseURL: url, DefaultModel: DemoModel, Thinking: true, DefaultEffort: llm.EffortHigh,
+		// The demo describes the images it receives (images.go).
+		ImageInput: true,
 		Models: []llm.ModelInfo{{
 			ID: DemoModel, Label: DemoLabel, ContextWindow: 128_000, DefaultMaxTokens: 8_192,
 			Efforts: openai.DeepSeekEfforts(), DefaultEffort: llm.EffortHigh,

@@ -46,7 +46,11 @@ type Config struct {
 	// "off" effort is accepted.
 	Thinking bool `json:"thinking"`
 	// Offline marks the embedded demo route.
-	Offline    bool         `json:"offline,omitempty"`
+	Offline bool `json:"offline,omitempty"`
+	// ImageInput: the route's models take images (OpenAI-compatible
+	// image_url content parts). Without it a request with images fails
+	// with UNSUPPORTED_CONTENT before any I/O.
+	ImageInput bool         `json:"imageInput,omitempty"`
 	HTTPClient *http.Client `json:"-"`
 	// IdleTimeout bounds every outstanding read, including the wait for the
 	// response headers; 0 means DefaultIdleTimeout.
@@ -111,8 +115,18 @@ func OpenAIFromEnv(getenv func(string) string) (Config, bool) {
 	return Config{
 		Name: "openai", Label: "OpenAI-compatible (" + hostOf(base) + ")", Kind: KindOpenAI,
 		BaseURL: base, APIKey: key, DefaultModel: model,
-		Models: []llm.ModelInfo{{ID: model, Label: model, ContextWindow: openAIContextWindow}},
+		Models:     []llm.ModelInfo{{ID: model, Label: model, ContextWindow: openAIContextWindow}},
+		ImageInput: envBool(getenv("OPENAI_IMAGE_INPUT")),
 	}, true
+}
+
+// envBool reads a yes/no variable: 1, true, yes and on are yes.
+func envBool(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // hostOf returns the host of a URL for labels, or the URL itself.

@@ -82,10 +82,16 @@ func New(cfg Config) (*Provider, error) {
 	cc.HTTPClient = &hc
 	cc.EmptyMessagesLimit = math.MaxUint32 // comments are filtered; blank lines are framing
 
+	// Image parts are encoded only for routes that take images, so the
+	// capability is part of the dialect the log's wire cache keys on.
+	variant := "openai-chat/" + string(cfg.Kind)
+	if cfg.ImageInput {
+		variant += "+images"
+	}
 	return &Provider{
-		cfg: cfg, variant: "openai-chat/" + string(cfg.Kind),
+		cfg: cfg, variant: variant,
 		info: llm.ProviderInfo{
-			Name: cfg.Name, Label: cfg.Label, Offline: cfg.Offline,
+			Name: cfg.Name, Label: cfg.Label, Offline: cfg.Offline, ImageInput: cfg.ImageInput,
 			DefaultModel: cfg.DefaultModel, Models: cfg.Models, Retry: cfg.Retry,
 		},
 		client:   goai.NewClientWithConfig(cc),
@@ -102,6 +108,9 @@ func (p *Provider) Info() llm.ProviderInfo { return p.info }
 func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) error {
 	creq, patch, f := p.buildRequest(req)
 	if f != nil {
+		return f
+	}
+	if patch.images, f = p.readImages(ctx, req); f != nil {
 		return f
 	}
 	parent := ctx

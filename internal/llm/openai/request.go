@@ -29,6 +29,11 @@ type wirePatch struct {
 	// copying them. With the session log's wire cache a turn encodes what
 	// is new, not the whole history.
 	messages [][]byte
+	// images are the image parts of the messages' attachments by id
+	// (images.go): the messages carry a placeholder part per image, which
+	// the body gets in its place, so the log's wire cache never holds
+	// image bytes.
+	images map[string][]byte
 }
 
 // buildRequest maps an llm.Request to the go-openai request plus the patch.
@@ -195,7 +200,7 @@ func toWire(m goai.ChatCompletionMessage) wireMessage {
 // wire messages (a user message with tool results becomes a message per
 // result). Its output depends only on the message and p.variant.
 func (p *Provider) encodeMessage(m llm.Message) ([]byte, error) {
-	if f := rejectImages(m.Content); f != nil {
+	if f := p.checkImages(m); f != nil {
 		return nil, f
 	}
 	var wire []goai.ChatCompletionMessage
@@ -214,7 +219,13 @@ func (p *Provider) encodeMessage(m llm.Message) ([]byte, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if err := enc.Encode(toWire(w)); err != nil {
+		var err error
+		if i == 0 && w.Role == goai.ChatMessageRoleUser && len(m.Images()) > 0 {
+			err = encodeParts(enc, &buf, m)
+		} else {
+			err = enc.Encode(toWire(w))
+		}
+		if err != nil {
 			return nil, err
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
@@ -258,7 +269,7 @@ func user(m llm.Message) []goai.ChatCompletionMessage {
 	}
 	text := joinText(m.Content, llm.BlockText)
 	out := make([]goai.ChatCompletionMessage, 0, len(results)+1)
-	if text != "" || len(results) == 0 {
+	if text != "" || len(results) == 0 || len(m.Images()) > 0 {
 		out = append(out, goai.ChatCompletionMessage{Role: goai.ChatMessageRoleUser, Content: text})
 	}
 	for _, r := range results {
@@ -269,21 +280,6 @@ func user(m llm.Message) []goai.ChatCompletionMessage {
 		out = append(out, goai.ChatCompletionMessage{Role: goai.ChatMessageRoleTool, ToolCallID: r.ToolCallID, Content: content})
 	}
 	return out
-}
-
-// rejectImages fails on image blocks: no catalog model declares image input.
-func rejectImages(blocks []llm.ContentBlock) *llm.Failure {
-	for _, b := range blocks {
-		if b.Type == llm.BlockImage {
-			return llm.Errorf(llm.CodeUnsupportedContent, "image input is not supported by this model route")
-		}
-		if b.Type == llm.BlockToolResult {
-			if f := rejectImages(b.Content); f != nil {
-				return f
-			}
-		}
-	}
-	return nil
 }
 
 // joinText concatenates the text of the blocks of type t.

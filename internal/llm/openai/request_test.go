@@ -252,8 +252,14 @@ func TestFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := p.Info()
-	if info.Name != "openai" || info.DefaultModel == "" || info.Retry.MaxRetries != 5 || info.Offline {
+	if info.Name != "openai" || info.DefaultModel == "" || info.Retry.MaxRetries != 5 || info.Offline || info.ImageInput {
 		t.Fatalf("info = %+v", info)
+	}
+	for v, want := range map[string]bool{"1": true, "true": true, "yes": true, "0": false, "": false, "maybe": false} {
+		cfg, _ := openai.OpenAIFromEnv(env(map[string]string{"OPENAI_API_KEY": "k", "OPENAI_IMAGE_INPUT": v}))
+		if cfg.ImageInput != want {
+			t.Errorf("OPENAI_IMAGE_INPUT=%q: image input %v", v, cfg.ImageInput)
+		}
 	}
 	for _, bad := range []openai.Config{
 		{Name: "", BaseURL: "http://x", DefaultModel: "m"},

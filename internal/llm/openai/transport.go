@@ -123,7 +123,7 @@ func (p wirePatch) apply(raw []byte) ([][]byte, error) {
 		if i > 0 {
 			parts = append(parts, comma)
 		}
-		parts = append(parts, m)
+		parts = appendExpanded(parts, m, p.images)
 	}
 	var tail []byte
 	tail = append(tail, ']')

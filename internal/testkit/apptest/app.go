@@ -28,7 +28,7 @@ import (
 func Config(dir string) config.Config {
 	return config.Config{
 		Addr: "127.0.0.1:0", DataDir: dir, DBDriver: "sqlite", DBDSN: filepath.Join(dir, "harness.db"),
-		ShutdownTimeout: 5 * time.Second, ForkCopyMax: config.DefaultForkCopyMax,
+		ShutdownTimeout: 5 * time.Second, ForkCopyMax: config.DefaultForkCopyMax, AttachmentMax: config.DefaultAttachmentMax,
 	}
 }
 

@@ -1,0 +1,304 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"golang.org/x/image/webp"
+
+	"harness/internal/auth"
+	"harness/internal/llm"
+	"harness/internal/models"
+	"harness/internal/session"
+)
+
+// Attachment limits.
+const (
+	// DefaultAttachmentMax caps one image when Deps.AttachmentMax is 0.
+	DefaultAttachmentMax = 10 << 20
+	// MaxImagesPerMessage bounds the images of one message.
+	MaxImagesPerMessage = 10
+	// MaxImageSide bounds an image's width and height in pixels: a small
+	// file can declare a huge canvas, which every viewer's browser and the
+	// model would have to decode.
+	MaxImageSide = 16384
+	// maxNameBytes bounds a stored file name.
+	maxNameBytes = 255
+)
+
+// decoders read the pixel dimensions of the accepted types. The type is
+// sniffed from the bytes (http.DetectContentType), never taken from the
+// file's name or the upload's Content-Type, and the image's header must
+// then decode as that type.
+var decoders = map[string]func(io.Reader) (image.Config, error){
+	"image/png":  png.DecodeConfig,
+	"image/jpeg": jpeg.DecodeConfig,
+	"image/gif":  gif.DecodeConfig,
+	"image/webp": webp.DecodeConfig,
+}
+
+// AttachmentInfo is a stored image as clients see it (no bytes).
+type AttachmentInfo struct {
+	ID        string    `json:"id"`
+	Session   string    `json:"session"`
+	Name      string    `json:"name,omitempty"`
+	MediaType string    `json:"mediaType"`
+	Size      int64     `json:"size"`
+	Width     int       `json:"width"`
+	Height    int       `json:"height"`
+	SHA256    string    `json:"sha256"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// AttachmentData is an attachment with its bytes, for serving it.
+type AttachmentData struct {
+	AttachmentInfo
+	Data []byte `json:"-"`
+}
+
+func attachmentInfo(a *models.Attachment) AttachmentInfo {
+	return AttachmentInfo{ID: a.ID, Session: a.SessionID, Name: a.Name, MediaType: a.MediaType, Size: a.Size,
+		Width: a.Width, Height: a.Height, SHA256: a.SHA256, CreatedAt: a.CreatedAt.UTC()}
+}
+
+// AttachmentMax is the size cap of one image, in bytes.
+func (s *Service) AttachmentMax() int64 { return s.attachMax }
+
+// UploadAttachment stores an image for session id, to be sent with a later
+// message (Message.Attachments). Whoever may send to the session may
+// upload (owner, collaborator, admin); viewers are forbidden and share
+// links unauthorized. The type is sniffed from the bytes; PNG, JPEG, GIF
+// and WebP are accepted, up to AttachmentMax bytes and MaxImageSide pixels
+// on a side. name is the file's name, kept for the transcript.
+func (s *Service) UploadAttachment(ctx context.Context, a *auth.Actor, id, name string, r io.Reader) (AttachmentInfo, error) {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
+		return AttachmentInfo{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, s.attachMax+1))
+	if err != nil {
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok && mbe.Limit > 0 {
+			return AttachmentInfo{}, s.tooLarge()
+		}
+		return AttachmentInfo{}, wrap(CodeBadRequest, "the upload could not be read", err)
+	}
+	if int64(len(data)) > s.attachMax {
+		return AttachmentInfo{}, s.tooLarge()
+	}
+	mt, cfg, err := probeImage(data)
+	if err != nil {
+		return AttachmentInfo{}, err
+	}
+	sum := sha256.Sum256(data)
+	row := &models.Attachment{
+		SessionID: id, ID: uuid.NewString(), UploaderID: a.UserID, Name: cleanName(name),
+		MediaType: mt, Size: int64(len(data)), Width: cfg.Width, Height: cfg.Height,
+		SHA256: hex.EncodeToString(sum[:]), Data: data,
+	}
+	if err := s.store.CreateAttachment(ctx, row); err != nil {
+		return AttachmentInfo{}, s.fail(ctx, "store attachment", err)
+	}
+	s.log.InfoContext(ctx, "attachment stored", "session", id, "attachment", row.ID, "type", mt, "bytes", row.Size, "by", a.UserID)
+	return attachmentInfo(row), nil
+}
+
+func (s *Service) tooLarge() *Error {
+	return Errorf(CodeTooLarge, "the image is larger than %s (the limit of one image)", sizeText(s.attachMax))
+}
+
+// probeImage sniffs data's type and reads its dimensions. Refusals: not an
+// image at all, or an image type other than the four (unsupported media
+// type); a file whose header does not decode as its type (bad request);
+// a canvas over MaxImageSide (too large).
+func probeImage(data []byte) (string, image.Config, error) {
+	if len(data) == 0 {
+		return "", image.Config{}, Errorf(CodeBadRequest, "the file is empty")
+	}
+	sniffed := http.DetectContentType(data)
+	mt, _, _ := strings.Cut(sniffed, ";")
+	decode, ok := decoders[mt]
+	switch {
+	case !ok && strings.HasPrefix(mt, "image/"):
+		return "", image.Config{}, Errorf(CodeUnsupportedMedia, "images of type %s are not supported: use PNG, JPEG, GIF or WebP", mt)
+	case !ok:
+		return "", image.Config{}, Errorf(CodeUnsupportedMedia, "the file is not an image (its content is %s): use PNG, JPEG, GIF or WebP", mt)
+	}
+	cfg, err := decode(bytes.NewReader(data))
+	if err != nil {
+		return "", image.Config{}, wrap(CodeBadRequest, "the file looks like "+mt+" but cannot be read as one (damaged or incomplete)", err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return "", image.Config{}, Errorf(CodeBadRequest, "the image has no pixels (%d x %d)", cfg.Width, cfg.Height)
+	}
+	if cfg.Width > MaxImageSide || cfg.Height > MaxImageSide {
+		return "", image.Config{}, Errorf(CodeTooLarge, "the image is %d x %d pixels: at most %d on a side", cfg.Width, cfg.Height, MaxImageSide)
+	}
+	return mt, cfg, nil
+}
+
+// cleanName keeps the last element of a file name, as valid UTF-8 without
+// control characters, at most maxNameBytes.
+func cleanName(name string) string {
+	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	if name == "." || name == "/" {
+		return ""
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(name, ""))
+	for len(name) > maxNameBytes {
+		_, n := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-n]
+	}
+	return strings.TrimSpace(name)
+}
+
+// Attachment returns a stored image of session id, for anyone who may read
+// the session (share links too). An id the session does not hold is
+// not_found, as is a session the actor may not read.
+func (s *Service) Attachment(ctx context.Context, a *auth.Actor, id, attachment string) (AttachmentData, error) {
+	if _, err := s.Authorize(ctx, a, id, auth.ActionRead); err != nil {
+		return AttachmentData{}, err
+	}
+	if attachment == "" {
+		return AttachmentData{}, Errorf(CodeNotFound, "no such image")
+	}
+	row, err := s.store.AttachmentData(ctx, id, attachment)
+	if isNotFound(err) {
+		return AttachmentData{}, Errorf(CodeNotFound, "no such image in this session")
+	}
+	if err != nil {
+		return AttachmentData{}, s.fail(ctx, "read attachment", err)
+	}
+	return AttachmentData{AttachmentInfo: attachmentInfo(row), Data: row.Data}, nil
+}
+
+// imageBlocks turns the attachment ids of a message into image blocks, in
+// order; every id must be an image stored for the session.
+func (s *Service) imageBlocks(ctx context.Context, id string, ids []string) ([]llm.ContentBlock, error) {
+	if len(ids) > MaxImagesPerMessage {
+		return nil, Errorf(CodeBadRequest, "a message takes at most %d images", MaxImagesPerMessage)
+	}
+	out := make([]llm.ContentBlock, 0, len(ids))
+	for _, aid := range ids {
+		if aid == "" || len(aid) > 64 {
+			return nil, Errorf(CodeBadRequest, "an attachment id is empty or too long")
+		}
+		row, err := s.store.AttachmentMeta(ctx, id, aid)
+		if isNotFound(err) {
+			return nil, Errorf(CodeBadRequest, "attachment %s is not an image of this session (upload it first)", aid)
+		}
+		if err != nil {
+			return nil, s.fail(ctx, "read attachment", err)
+		}
+		out = append(out, llm.Image(row.ID, row.MediaType, row.Size, row.Width, row.Height, row.Name))
+	}
+	return out, nil
+}
+
+// checkImages refuses a message with images, or any message to a session
+// whose history holds images, when the session's route does not take
+// images: the request would fail, so the message is refused before it is
+// queued and nothing is lost.
+func checkImages(route llm.ProviderInfo, newImages bool, history []llm.Message) error {
+	if route.ImageInput {
+		return nil
+	}
+	if newImages {
+		return Errorf(CodeUnsupportedContent, "model route %s does not accept images: switch to a route that takes images, or send text only", route.Name)
+	}
+	for _, m := range history {
+		if m.Role == llm.RoleUser && len(m.Images()) > 0 {
+			return Errorf(CodeUnsupportedContent, "this conversation holds images and model route %s does not accept them: switch to a route that takes images", route.Name)
+		}
+	}
+	return nil
+}
+
+// attachmentIDs are the ids of the images the seed's messages refer to.
+func attachmentIDs(msgs []llm.Message) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		for _, b := range m.Images() {
+			if !seen[b.Attachment] {
+				seen[b.Attachment] = true
+				ids = append(ids, b.Attachment)
+			}
+		}
+	}
+	return ids
+}
+
+// sizeText writes a byte count for people: "10 MiB", "512 KiB", "900 bytes".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// importImages copies into an imported session the images its log refers
+// to that the importer may read in other sessions of this server (an
+// export holds references, not bytes: exporting and importing on one
+// server keeps the images the person could see). Images it cannot find
+// stay unavailable: the transcript shows their text alternative and the
+// model gets a note in their place. Failures are logged, not fatal.
+func (s *Service) importImages(ctx context.Context, a *auth.Actor, id string, events []session.Event) {
+	var msgs []llm.Message
+	for _, ev := range events {
+		if ev.Type != session.TypeUserMessage {
+			continue
+		}
+		if m, err := session.Decode[llm.Message](ev); err == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	ids := attachmentIDs(msgs)
+	if len(ids) == 0 {
+		return
+	}
+	found, err := s.store.AttachmentsByID(ctx, ids)
+	if err != nil {
+		s.log.ErrorContext(ctx, "import: find images", "session", id, "err", err)
+		return
+	}
+	copied := map[string]bool{}
+	for _, f := range found {
+		if copied[f.ID] || f.SessionID == id {
+			continue
+		}
+		if _, err := s.auth.Authorize(ctx, a, f.SessionID, auth.ActionRead); err != nil {
+			continue
+		}
+		if err := s.store.CopyAttachments(ctx, f.SessionID, id, []string{f.ID}); err != nil {
+			s.log.ErrorContext(ctx, "import: copy an image", "session", id, "attachment", f.ID, "err", err)
+			continue
+		}
+		copied[f.ID] = true
+	}
+	s.log.InfoContext(ctx, "import: images", "session", id, "referred", len(ids), "copied", len(copied))
+}

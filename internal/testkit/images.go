@@ -1,0 +1,61 @@
+package testkit
+
+import (
+	"bytes"
+	_ "embed"
+	"image"
+	"image/color"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"testing"
+)
+
+// gopherWebP is a 75 x 100 lossless WebP (golang.org/x/image's
+// testdata/gopher-doc.1bpp.lossless.webp, BSD license): the standard
+// library has no WebP encoder.
+//
+//go:embed testdata/gopher.webp
+var gopherWebP []byte
+
+// WebPSize is the size in pixels of WebP.
+const WebPWidth, WebPHeight = 75, 100
+
+// PNG encodes a w x h PNG with a gradient (so sizes differ by content).
+func PNG(t testing.TB, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x * 255 / max(1, w)), uint8(y * 255 / max(1, h)), 128, 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// JPEG encodes a w x h JPEG.
+func JPEG(t testing.TB, w, h int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, image.NewRGBA(image.Rect(0, 0, w, h)), nil); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// GIF encodes a w x h GIF.
+func GIF(t testing.TB, w, h int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := gif.Encode(&buf, image.NewPaletted(image.Rect(0, 0, w, h), color.Palette{color.Black, color.White}), nil); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// WebP returns a WebPWidth x WebPHeight WebP.
+func WebP() []byte { return bytes.Clone(gopherWebP) }
