@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"harness/internal/auth"
@@ -92,8 +91,6 @@ type Replica struct {
 	mirrors map[string]*Mirror
 
 	out *outbox // live notifications to send, in order
-
-	connectedOnce atomic.Bool // the listener connected before
 }
 
 // New builds a replica's parts; Start starts them.
@@ -250,10 +247,9 @@ func (r *Replica) onConnected() {
 		m.kickState()
 	}
 	r.mu.Unlock()
-	if r.connectedOnce.Swap(true) {
-		// A change sent while the listener was away was missed.
-		r.reloadSettings(settingsKinds...)
-	}
+	// A settings change announced while the listener was away (or before
+	// it first connected, after the start read the settings) was missed.
+	r.reloadSettings(settingsKinds...)
 }
 
 // takeoverLoop takes over, about every eighth of the lease TTL, the

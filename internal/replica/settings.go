@@ -18,8 +18,8 @@ const (
 	SettingsMCP    = "mcp"
 )
 
-// settingsKinds are every kind, reloaded after a reconnection of the
-// listener (notifications sent meanwhile were missed).
+// settingsKinds are every kind, reloaded after every connection of the
+// listener (notifications sent before it were missed).
 var settingsKinds = []string{SettingsRoutes, SettingsMCP}
 
 type settingsWire struct {
