@@ -18,7 +18,8 @@ func (a *App) setupMCP(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	a.MCP = mcp.New(cfg, mcp.Options{Log: a.Log, Getenv: getenv, Store: a.Settings, OnChange: a.settingsChanged(replica.SettingsMCP)})
+	a.MCP = mcp.New(cfg, mcp.Options{Log: a.Log, Getenv: getenv, Store: a.Settings, OnChange: a.settingsChanged(replica.SettingsMCP),
+		Images: resultImages{a}})
 	if err := a.MCP.Load(ctx); err != nil {
 		return err
 	}
@@ -34,6 +35,14 @@ func (a *App) setupMCP(ctx context.Context, getenv func(string) string) error {
 // later.
 func (a *App) sessionTools() driver.SessionTools {
 	return MCPTools{M: a.MCP}
+}
+
+// resultImages stores the images of MCP results through the service, which
+// exists only once the manager it needs was built.
+type resultImages struct{ a *App }
+
+func (r resultImages) StoreResultImage(ctx context.Context, sessionID string, data []byte) (tools.MetaImage, error) {
+	return r.a.Service.StoreResultImage(ctx, sessionID, data)
 }
 
 // MCPTools adapts an mcp.Manager to the driver's SessionTools.

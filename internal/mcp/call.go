@@ -56,7 +56,7 @@ func (c *conn) call(ctx context.Context, call *tools.Call, server, tool string) 
 		}
 		return tools.Result{}, tools.Errorf(NameServerError, CodeCallFailed, "the MCP server %q refused the call: %v", server, err)
 	}
-	return convert(res), nil
+	return c.convert(ctx, res), nil
 }
 
 // gone reports whether a failed call's connection has ended, and forgets
@@ -105,15 +105,23 @@ func (c *conn) progress(_ context.Context, req *sdk.ProgressNotificationClientRe
 
 // convert turns a server's result into the model's: text as text, embedded
 // text resources as text under their URI, and a note for what the model
-// cannot take here (images, audio, binary resources, links).
-func convert(res *sdk.CallToolResult) tools.Result {
+// cannot take here (images, audio, binary resources, links). Images are
+// stored with the session when the manager has an ImageStore, and listed
+// in the result's meta, so the transcript shows them.
+func (c *conn) convert(ctx context.Context, res *sdk.CallToolResult) tools.Result {
 	var blocks []llm.ContentBlock
+	var shown tools.MetaImages
 	for _, ct := range res.Content {
 		switch x := ct.(type) {
 		case *sdk.TextContent:
 			blocks = append(blocks, llm.Text(x.Text))
 		case *sdk.ImageContent:
-			blocks = append(blocks, llm.Text(fmt.Sprintf("[image: %s, %s; not shown to the model]", orUnknown(x.MIMEType), size(x.Data))))
+			note := fmt.Sprintf("[image: %s, %s; not shown to the model]", orUnknown(x.MIMEType), size(x.Data))
+			if im, ok := c.storeImage(ctx, x.Data); ok {
+				shown.Images = append(shown.Images, im)
+				note = fmt.Sprintf("[image: %s, %d x %d, %s; shown to the user in the transcript, not to the model]", im.MediaType, im.Width, im.Height, size(x.Data))
+			}
+			blocks = append(blocks, llm.Text(note))
 		case *sdk.AudioContent:
 			blocks = append(blocks, llm.Text(fmt.Sprintf("[audio: %s, %s; not shown to the model]", orUnknown(x.MIMEType), size(x.Data))))
 		case *sdk.EmbeddedResource:
@@ -136,8 +144,12 @@ func convert(res *sdk.CallToolResult) tools.Result {
 			blocks = append(blocks, llm.Text(string(b)))
 		}
 	}
+	var meta json.RawMessage
+	if len(shown.Images) > 0 {
+		meta, _ = json.Marshal(shown)
+	}
 	if !res.IsError {
-		return tools.Result{Content: blocks}
+		return tools.Result{Content: blocks, Meta: meta}
 	}
 	// The pipeline's own failures read "Error: …"; a server's do too.
 	if len(blocks) == 0 {
@@ -145,7 +157,23 @@ func convert(res *sdk.CallToolResult) tools.Result {
 	} else if first := blocks[0].Text; !strings.HasPrefix(first, "Error") {
 		blocks[0] = llm.Text("Error: " + first)
 	}
-	return tools.Result{Content: blocks, IsError: true}
+	return tools.Result{Content: blocks, IsError: true, Meta: meta}
+}
+
+// storeImage keeps an image of a result with the session; false when there
+// is no store or it refused the image (not one of the accepted types, too
+// large: the note then says it was not shown).
+func (c *conn) storeImage(ctx context.Context, data []byte) (tools.MetaImage, bool) {
+	st := c.set.m.opts.Images
+	if st == nil {
+		return tools.MetaImage{}, false
+	}
+	im, err := st.StoreResultImage(ctx, c.set.sessionID, data)
+	if err != nil {
+		c.set.m.log.Info("MCP image result not stored", "server", c.srv.Name, "session", c.set.sessionID, "err", err)
+		return tools.MetaImage{}, false
+	}
+	return im, true
 }
 
 func resourceText(r *sdk.ResourceContents) string {

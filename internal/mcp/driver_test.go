@@ -1,17 +1,26 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"image"
+	"image/color"
+	stdpng "image/png"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"harness/internal/auth"
 	"harness/internal/driver"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/mcp"
+	"harness/internal/render"
 	"harness/internal/service"
 	"harness/internal/session"
 	"harness/internal/testkit"
@@ -35,14 +44,24 @@ type env struct {
 	alice *auth.Actor
 }
 
+// lateImages stores results' images through the stack's service, made
+// after the manager (as app does).
+type lateImages struct{ s *service.Service }
+
+func (l *lateImages) StoreResultImage(ctx context.Context, id string, data []byte) (tools.MetaImage, error) {
+	return l.s.StoreResultImage(ctx, id, data)
+}
+
 func newEnv(t *testing.T, cfg mcp.Config, dial mcp.Dialer) *env {
 	t.Helper()
-	m := mcp.New(cfg, mcp.Options{Log: testkit.Logger(), Dial: dial})
+	images := &lateImages{}
+	m := mcp.New(cfg, mcp.Options{Log: testkit.Logger(), Dial: dial, Images: images})
 	st := testkit.NewStack(t, testkit.StackOptions{
 		Demo: true, DemoOptions: []fake.Option{fake.WithChunkDelay(time.Millisecond)},
 		VerifyRequests: true,
 		Manager:        func(o *driver.Options) { o.SessionTools = sessionTools{m} },
 	})
+	images.s = st.Service
 	t.Cleanup(m.Close)
 	return &env{t: t, st: st, m: m, alice: st.Actor("alice", false)}
 }
@@ -178,5 +197,78 @@ func TestDemoCallsAnMCPToolThroughTheDriver(t *testing.T) {
 	}
 	if p.dialCount() != 1 {
 		t.Fatalf("dials = %d, want 1", p.dialCount())
+	}
+}
+
+// An MCP tool answering with an image: the image is stored with the
+// session (readable by its readers, not by others), the model gets a note
+// with its type and size, and the transcript's card shows it, at the
+// people's URL and at a share page's. A result image that is not one
+// (bad bytes) is only noted.
+func TestMCPImageResultsShowInTheTranscript(t *testing.T) {
+	t.Parallel()
+	var png bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	img.Set(1, 1, color.RGBA{R: 200, A: 255})
+	if err := stdpng.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "pictures", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "draw", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{
+				&sdk.TextContent{Text: "drawn"},
+				&sdk.ImageContent{MIMEType: "image/png", Data: png.Bytes()},
+				&sdk.ImageContent{MIMEType: "image/png", Data: []byte("not a png")},
+			}}, nil
+		})
+	p := &inProcess{server: srv}
+	e := newEnv(t, mcp.Config{Servers: []mcp.Server{{Name: "pics", ReadOnly: true, CallTimeout: time.Minute, StartTimeout: 10 * time.Second}}}, p.dial)
+	s := e.session(session.ModeAsk)
+	e.send(s.ID, `call: pics__draw {}`)
+	e.st.WaitIdle(t, s.ID)
+
+	r := e.result(s.ID)
+	text := resultText(r)
+	if !strings.Contains(text, "[image: image/png, 3 x 2, "+strconv.Itoa(png.Len())+" bytes; shown to the user in the transcript, not to the model]") ||
+		!strings.Contains(text, "[image: image/png, 9 bytes; not shown to the model]") {
+		t.Fatalf("the model's text: %q", text)
+	}
+	var meta tools.MetaImages
+	if err := json.Unmarshal(r.Meta, &meta); err != nil || len(meta.Images) != 1 {
+		t.Fatalf("meta %s: %v", r.Meta, err)
+	}
+	im := meta.Images[0]
+	got, err := e.st.Service.Attachment(t.Context(), e.alice, s.ID, im.Attachment)
+	if err != nil || !bytes.Equal(got.Data, png.Bytes()) || got.MediaType != "image/png" || got.Width != 3 || got.Height != 2 {
+		t.Fatalf("stored image %+v, %v", got.AttachmentInfo, err)
+	}
+	if _, err := e.st.Service.Attachment(t.Context(), e.st.Actor("mallory", false), s.ID, im.Attachment); service.AsError(err) == nil || service.AsError(err).Code != service.CodeNotFound {
+		t.Fatalf("a stranger reads the image: %v", err)
+	}
+
+	ag, _ := e.st.Manager.Lookup(s.ID)
+	evs := ag.Log().Events(0, ag.Log().Len())
+	for base, want := range map[string]string{
+		"/sessions/" + s.ID: "/sessions/" + s.ID + "/attachments/" + im.Attachment,
+		"/s/tok":            "/s/tok/attachments/" + im.Attachment,
+	} {
+		tr := render.NewMarkdown().Fold(evs, render.FoldOptions{AttachmentBase: base})
+		var card *render.ToolItem
+		for _, it := range tr.Items {
+			if ti, ok := it.(*render.ToolItem); ok {
+				card = ti
+			}
+		}
+		if card == nil || len(card.Images) != 1 || card.Images[0].URL != want {
+			t.Fatalf("the card at %s: %+v", base, card)
+		}
+		var html strings.Builder
+		if err := render.ToolView(card).Render(t.Context(), &html); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(html.String(), `<img src="`+want+`"`) || !strings.Contains(html.String(), `data-attachment="`+im.Attachment+`"`) {
+			t.Fatalf("the card's HTML lacks the image:\n%s", html.String())
+		}
 	}
 }

@@ -55,6 +55,15 @@ type Options struct {
 	// OnChange is called after an admin's change was stored and applied
 	// (replicas tell the others, which Load again); nil: nothing.
 	OnChange func()
+	// Images stores the images of tool results with their session, for
+	// the transcript; nil: results only say an image was left out.
+	Images ImageStore
+}
+
+// ImageStore keeps an image a tool result carried as an attachment of the
+// session (service.Service), checked like an upload.
+type ImageStore interface {
+	StoreResultImage(ctx context.Context, sessionID string, data []byte) (tools.MetaImage, error)
 }
 
 // Manager holds the configured servers and every live session's

@@ -78,6 +78,14 @@ func TestReferenceServers(t *testing.T) {
 		t.Fatalf("read_text_file: %+v", r)
 	}
 
+	// An image answer: stored with the session, listed for the card.
+	e.send(s.ID, `call: everything__get-tiny-image {}`)
+	e.approve(s.ID, "everything__get-tiny-image")
+	e.st.WaitIdle(t, s.ID)
+	if r := e.result(s.ID); !strings.Contains(resultText(r), "20 x 20") || !strings.Contains(string(r.Meta), `"mediaType":"image/png"`) {
+		t.Fatalf("get-tiny-image: %q, meta %s", resultText(r), r.Meta)
+	}
+
 	// A long operation reports progress; killing the server fails it.
 	e.send(s.ID, `call: everything__trigger-long-running-operation {"duration": 60, "steps": 60}`)
 	e.approve(s.ID, "everything__trigger-long-running-operation")

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 
 	"harness/internal/llm"
 	"harness/internal/session"
+	"harness/internal/tools"
 	"harness/internal/tools/builtin"
 )
 
@@ -111,11 +113,36 @@ func UserMessageItem(base Base, m llm.Message, viewerID, attachBase string) *Use
 		ShowAuthor: viewerID == "" || m.Source.UserID != viewerID, authorID: m.Source.UserID}
 	for _, b := range m.Images() {
 		it.Images = append(it.Images, ImageView{
-			ID: b.Attachment, URL: attachBase + "/attachments/" + url.PathEscape(b.Attachment),
+			ID: b.Attachment, URL: attachmentURL(attachBase, b.Attachment),
 			MediaType: b.MediaType, Name: b.Name, Size: b.Size, Width: b.Width, Height: b.Height,
 		})
 	}
 	return it
+}
+
+// attachmentURL is where the page reaches a session attachment.
+func attachmentURL(base, id string) string { return base + "/attachments/" + url.PathEscape(id) }
+
+// resultImages are the images a tool stored with the session and listed
+// in its result's meta (tools.MetaImages), for the card; none for a meta
+// without them.
+func resultImages(meta json.RawMessage, attachBase string) []ImageView {
+	if len(meta) == 0 || !bytes.Contains(meta, []byte(`"images"`)) {
+		return nil
+	}
+	var m tools.MetaImages
+	if json.Unmarshal(meta, &m) != nil {
+		return nil
+	}
+	var out []ImageView
+	for _, im := range m.Images {
+		if im.Attachment == "" {
+			continue
+		}
+		out = append(out, ImageView{ID: im.Attachment, URL: attachmentURL(attachBase, im.Attachment),
+			MediaType: im.MediaType, Size: im.Size, Width: im.Width, Height: im.Height})
+	}
+	return out
 }
 
 // BlockStartItem is the empty streaming item a block-start chunk opens.

@@ -140,6 +140,9 @@ type ToolItem struct {
 	// Subagent is a task call's child (subagent/started and the result's
 	// meta).
 	Subagent *SubagentView
+	// Images are images the tool stored with the session (an MCP server's
+	// image content), listed in its result's meta.
+	Images []ImageView
 }
 
 // AskMeta is the meta of an ask_user result.

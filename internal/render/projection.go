@@ -350,6 +350,7 @@ func (p *Projection) apply(ev session.Event) error {
 		}
 		t, _ := p.get(ToolID(r.Turn, r.Message.Source.CallID)).(*ToolItem)
 		it := ApplyToolResult(base, t, r)
+		it.Images = resultImages(r.Meta, p.attachBase)
 		p.add(it)
 		p.upsert(it)
 	case session.TypeSubagentStarted:

@@ -26,6 +26,7 @@ import (
 	"harness/internal/llm"
 	"harness/internal/models"
 	"harness/internal/session"
+	"harness/internal/tools"
 )
 
 // Attachment limits.
@@ -115,6 +116,30 @@ func (s *Service) UploadAttachment(ctx context.Context, a *auth.Actor, id, name 
 	}
 	s.log.InfoContext(ctx, "attachment stored", "session", id, "attachment", row.ID, "type", mt, "bytes", row.Size, "by", a.UserID)
 	return attachmentInfo(row), nil
+}
+
+// StoreResultImage keeps an image a tool produced for session id (an MCP
+// server's image content) as an attachment of the session, so the
+// transcript can show it; it is checked like an upload (type sniffed from
+// the bytes, the size and pixel caps). Tools run for the session, so no
+// actor is asked: app wires it to the MCP manager, never to an edge.
+func (s *Service) StoreResultImage(ctx context.Context, id string, data []byte) (tools.MetaImage, error) {
+	if int64(len(data)) > s.attachMax {
+		return tools.MetaImage{}, s.tooLarge()
+	}
+	mt, cfg, err := probeImage(data)
+	if err != nil {
+		return tools.MetaImage{}, err
+	}
+	sum := sha256.Sum256(data)
+	row := &models.Attachment{
+		SessionID: id, ID: uuid.NewString(), MediaType: mt, Size: int64(len(data)), Width: cfg.Width, Height: cfg.Height,
+		SHA256: hex.EncodeToString(sum[:]), Data: data,
+	}
+	if err := s.store.CreateAttachment(ctx, row); err != nil {
+		return tools.MetaImage{}, s.fail(ctx, "store a tool's image", err)
+	}
+	return tools.MetaImage{Attachment: row.ID, MediaType: mt, Size: row.Size, Width: cfg.Width, Height: cfg.Height}, nil
 }
 
 func (s *Service) tooLarge() *Error {

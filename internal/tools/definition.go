@@ -81,6 +81,22 @@ type Result struct {
 	ConcludesTurn bool `json:"concludesTurn,omitempty"`
 }
 
+// MetaImages is the part of a result's Meta that lists images a tool
+// produced and stored with the session (an MCP server's image content):
+// the transcript shows them, the model gets a note in the content.
+type MetaImages struct {
+	Images []MetaImage `json:"images,omitempty"`
+}
+
+// MetaImage is one stored image: a session attachment.
+type MetaImage struct {
+	Attachment string `json:"attachment"`
+	MediaType  string `json:"mediaType"`
+	Size       int64  `json:"size"`
+	Width      int    `json:"width"`
+	Height     int    `json:"height"`
+}
+
 // Text returns the concatenation of the result's text blocks.
 func (r Result) Text() string {
 	return llm.Message{Content: r.Content}.Text()
