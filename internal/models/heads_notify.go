@@ -1,9 +1,6 @@
 package models
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -21,38 +18,6 @@ const DeletedHead = -1
 
 // notifyPayloadMax stays under PostgreSQL's 8000-byte payload limit.
 const notifyPayloadMax = 7800
-
-// notifyHeads sends the heads of the committed parts on HeadsChannel, in as
-// few notifications as the payload limit allows.
-func notifyHeads(ctx context.Context, tx *sql.Tx, channel string, parts []*part, stale []bool) error {
-	var b strings.Builder
-	send := func() error {
-		if b.Len() == 0 {
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, b.String()); err != nil {
-			return fmt.Errorf("notify heads: %w", err)
-		}
-		b.Reset()
-		return nil
-	}
-	for i, p := range parts {
-		if stale[i] {
-			continue
-		}
-		entry := p.st.id + ":" + strconv.FormatInt(p.evs[len(p.evs)-1].ev.Seq, 10)
-		if b.Len()+len(entry)+1 > notifyPayloadMax {
-			if err := send(); err != nil {
-				return err
-			}
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(entry)
-	}
-	return send()
-}
 
 // ParseHeads reads a HeadsChannel payload: session id → head.
 func ParseHeads(payload string) map[string]int64 {

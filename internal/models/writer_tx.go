@@ -118,6 +118,9 @@ func (t *txWriter) heads(ctx context.Context, ids []string) (map[string]storedHe
 // concurrent delete or another writer); parts whose guard fails are marked
 // stale and their rows skipped, the rest commit.
 func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (stale []bool, err error) {
+	if t.pg {
+		return t.commitPG(ctx, parts, at)
+	}
 	tx, err := t.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -128,42 +131,27 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 		}
 	}()
 	// SQLite has one process: the head moves from the seq the part
-	// continues. PostgreSQL also fences by the lease epoch (advancePG).
-	update := rebind(t.pg, `UPDATE sessions SET head = ?, updated_at = ? WHERE id = ? AND head = ?`)
-	setTitle := rebind(t.pg, `UPDATE sessions SET title = ? WHERE id = ?`)
-	setTodo := rebind(t.pg, `UPDATE sessions SET todo_seq = ? WHERE id = ?`)
-	extendGroup := rebind(t.pg, `UPDATE log_rows SET n = ?, meta = ?, body = ? WHERE log_key = ? AND seq = ? AND n < ?`)
+	// continues (PostgreSQL also fences by the lease epoch: commitPG).
+	update := `UPDATE sessions SET head = ?, updated_at = ? WHERE id = ? AND head = ?`
+	setTitle := `UPDATE sessions SET title = ? WHERE id = ?`
+	setTodo := `UPDATE sessions SET todo_seq = ? WHERE id = ?`
+	extendGroup := `UPDATE log_rows SET n = ?, meta = ?, body = ? WHERE log_key = ? AND seq = ? AND n < ?`
 	stale = make([]bool, len(parts))
-	if t.pg {
-		// One statement for every head (and one for every extended
-		// group, below): a round trip per part would make the commit,
-		// which every PostgreSQL subscriber waits for, grow with the
-		// number of busy sessions.
-		if stale, err = t.advancePG(ctx, tx, parts, at); err != nil {
-			return nil, err
-		}
-	}
 	var rows []eventRowRef
-	var ext extensions
 	for i, p := range parts {
-		if !t.pg {
-			first, last := p.evs[0].ev.Seq, p.evs[len(p.evs)-1].ev.Seq
-			res, err := tx.ExecContext(ctx, update, last, at, p.st.id, first-1)
-			if err != nil {
-				return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
-			}
-			stale[i] = n == 0
+		first, last := p.evs[0].ev.Seq, p.evs[len(p.evs)-1].ev.Seq
+		res, err := tx.ExecContext(ctx, update, last, at, p.st.id, first-1)
+		if err != nil {
+			return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
 		}
-		if stale[i] {
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("update head of %s: %w", p.st.id, err)
+		}
+		if stale[i] = n == 0; stale[i] {
 			continue
 		}
-		if u := p.update; u != nil && t.pg {
-			ext.add(p.key, u)
-		} else if u != nil {
+		if u := p.update; u != nil {
 			// The stored group grows; it must still be the group the
 			// writer remembers (n only ever grows).
 			res, err := tx.ExecContext(ctx, extendGroup, u.n, u.meta, u.body, p.key, u.seq, u.n)
@@ -188,14 +176,6 @@ func (t *txWriter) commit(ctx context.Context, parts []*part, at time.Time) (sta
 			if _, err := tx.ExecContext(ctx, setTodo, seq, p.st.id); err != nil {
 				return nil, fmt.Errorf("update todo list of %s: %w", p.st.id, err)
 			}
-		}
-	}
-	if err := ext.apply(ctx, tx); err != nil {
-		return nil, err
-	}
-	if t.pg {
-		if err := notifyHeads(ctx, tx, t.headsChannel, parts, stale); err != nil {
-			return nil, err
 		}
 	}
 	for len(rows) > 0 {
