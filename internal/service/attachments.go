@@ -239,23 +239,15 @@ func (s *Service) imageBlocks(ctx context.Context, id string, ids []string) ([]l
 	return out, nil
 }
 
-// checkImages refuses a message with images, or any message to a session
-// whose history holds images, when the session's route does not take
-// images: the request would fail, so the message is refused before it is
-// queued and nothing is lost.
-func checkImages(route llm.ProviderInfo, newImages bool, history []llm.Message) error {
-	if route.ImageInput {
+// checkImages refuses a message with images when the session's route does
+// not take images, before it is queued, so nothing is lost. Images already
+// in the history do not stop a conversation that switched to such a route:
+// the adapter sends a note in each one's place.
+func checkImages(route llm.ProviderInfo, newImages bool) error {
+	if route.ImageInput || !newImages {
 		return nil
 	}
-	if newImages {
-		return Errorf(CodeUnsupportedContent, "model route %s does not accept images: switch to a route that takes images, or send text only", route.Name)
-	}
-	for _, m := range history {
-		if m.Role == llm.RoleUser && len(m.Images()) > 0 {
-			return Errorf(CodeUnsupportedContent, "this conversation holds images and model route %s does not accept them: switch to a route that takes images", route.Name)
-		}
-	}
-	return nil
+	return Errorf(CodeUnsupportedContent, "model route %s does not accept images: switch to a route that takes images, or send text only", route.Name)
 }
 
 // attachmentIDs are the ids of the images the seed's messages refer to.

@@ -228,6 +228,33 @@ func TestImagesRefusedBeforeQueuedOnATextRoute(t *testing.T) {
 	e.run(e.alice, s.ID, "just text")
 }
 
+// A conversation that holds images goes on after a switch to a route
+// without image input: that route gets a note in each image's place.
+func TestImagesInHistoryBecomeNotesOnATextRoute(t *testing.T) {
+	t.Parallel()
+	srv, text := testkit.FakeRoute(t, fake.Script{Replies: []fake.Reply{{Text: "ok"}}}, testkit.RouteOptions{Name: "plain"})
+	e := newEnvWith(t, text)
+	ctx := t.Context()
+	s := e.shared(service.NewSession{Provider: "demo"})
+	img := e.mustUpload(e.alice, s.ID, "a.png", testkit.PNG(t, 2, 2))
+	if _, err := e.svc.SendMessage(ctx, e.alice, s.ID, service.Message{Content: "look", Attachments: []string{img.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	e.idle(s.ID)
+	if err := e.svc.SetModel(ctx, e.alice, s.ID, "plain", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.run(e.alice, s.ID, "and now?")
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the text route got no request")
+	}
+	raw := string(reqs[len(reqs)-1].Raw)
+	if strings.Contains(raw, "image_url") || !strings.Contains(raw, "[image a.png: image/png, 2 x 2; not sent, this model does not take images]") {
+		t.Fatalf("the text route's request: %s", raw)
+	}
+}
+
 func TestForkAndDeleteCarryImages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -51,7 +51,7 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 	if err != nil {
 		return "", err
 	}
-	if err := checkImages(route, len(images) > 0, ag.Log().History()); err != nil {
+	if err := checkImages(route, len(images) > 0); err != nil {
 		return "", err
 	}
 	msg := llm.Message{ID: llm.NewID(), Role: llm.RoleUser, Content: make([]llm.ContentBlock, 0, 1+len(images)),

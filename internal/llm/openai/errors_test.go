@@ -136,8 +136,9 @@ func TestRequestRejectedBeforeIO(t *testing.T) {
 	}{
 		{"effort outside the catalog", nil, llm.Request{CallConfig: llm.CallConfig{ReasoningEffort: "extreme"}}, llm.CodeUnsupportedEffort},
 		{"thinking disabled route refuses high", func(c *openai.Config) { c.Thinking = false }, llm.Request{CallConfig: llm.CallConfig{ReasoningEffort: llm.EffortHigh}}, llm.CodeUnsupportedEffort},
-		{"image input", nil, llm.Request{Messages: []llm.Message{{ID: "u", Role: llm.RoleUser, Source: llm.Source{Kind: llm.SourceUser},
-			Content: []llm.ContentBlock{{Type: llm.BlockImage, Attachment: "a1", MediaType: "image/png"}}}}}, llm.CodeUnsupportedContent},
+		{"an image in a tool result", nil, llm.Request{Messages: []llm.Message{{ID: "u", Role: llm.RoleUser, Source: llm.Source{Kind: llm.SourceTool},
+			Content: []llm.ContentBlock{{Type: llm.BlockToolResult, ToolCallID: "c1",
+				Content: []llm.ContentBlock{{Type: llm.BlockImage, Attachment: "a1", MediaType: "image/png"}}}}}}}, llm.CodeUnsupportedContent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

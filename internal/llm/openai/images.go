@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"harness/internal/llm"
 )
@@ -35,17 +36,17 @@ const (
 // imageMediaTypes are the media types a data URL may carry.
 var imageMediaTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
-// checkImages refuses a message the route cannot carry: images on a route
-// without image input, images inside tool results (the wire has no image
-// tool content) and attachment ids that are not plain tokens.
+// checkImages refuses a message the route cannot carry: images inside tool
+// results (the wire has no image tool content) and attachment ids that are
+// not plain tokens. A route without image input gets a note in the
+// message's text for each image instead (imageNotes): a conversation that
+// holds images goes on after a switch to such a route, and the service
+// refuses new images for it before they are queued.
 func (p *Provider) checkImages(m llm.Message) *llm.Failure {
 	for _, b := range m.Content {
 		switch b.Type {
 		case llm.BlockImage:
-			if !p.cfg.ImageInput {
-				return llm.Errorf(llm.CodeUnsupportedContent, "model route %s does not accept images; switch to a route that does", p.cfg.Name)
-			}
-			if !plainID(b.Attachment) {
+			if p.cfg.ImageInput && !plainID(b.Attachment) {
 				return llm.Errorf(llm.CodeUnsupportedContent, "image attachment id %q is not a plain id", b.Attachment)
 			}
 		case llm.BlockToolResult:
@@ -57,6 +58,23 @@ func (p *Provider) checkImages(m llm.Message) *llm.Failure {
 		}
 	}
 	return nil
+}
+
+// imageNotes is what a route without image input gets of a message's
+// images: a line for each, after the text.
+func imageNotes(m llm.Message) string {
+	var sb strings.Builder
+	for _, b := range m.Images() {
+		if sb.Len() > 0 || joinText(m.Content, llm.BlockText) != "" {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString("[image")
+		if b.Name != "" {
+			sb.WriteString(" " + b.Name)
+		}
+		fmt.Fprintf(&sb, ": %s, %d x %d; not sent, this model does not take images]", b.MediaType, b.Width, b.Height)
+	}
+	return sb.String()
 }
 
 // plainID: letters, digits, '-' and '_' (uuids), at most 64 bytes, so the
@@ -110,6 +128,9 @@ func encodeParts(enc *json.Encoder, buf *bytes.Buffer, m llm.Message) error {
 // request without a reader (a compaction summary) get a text part saying
 // so; a read that fails otherwise fails the request.
 func (p *Provider) readImages(ctx context.Context, req llm.Request) (map[string][]byte, *llm.Failure) {
+	if !p.cfg.ImageInput {
+		return nil, nil // the messages carry notes, no placeholders
+	}
 	var out map[string][]byte
 	for _, m := range req.Messages {
 		if m.Role != llm.RoleUser {

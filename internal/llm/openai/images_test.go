@@ -129,17 +129,28 @@ func TestImagesSentAsContentParts(t *testing.T) {
 	}
 }
 
-func TestImagesRefusedOnTextRoute(t *testing.T) {
+// A route without image input gets a note in the message's text for each
+// image, never a part or the bytes, so a conversation holding images goes
+// on after a switch to such a route (the service refuses new images for
+// it); nothing is read.
+func TestImagesOnATextRouteAreNotes(t *testing.T) {
 	t.Parallel()
-	srv, p := serve(t, []fake.Reply{{Text: "never"}}, imageRoute(false))
+	srv, p := serve(t, []fake.Reply{{Text: "ok"}}, imageRoute(false))
 	req := llm.Request{Messages: []llm.Message{{ID: "m1", Role: llm.RoleUser, Source: llm.Source{Kind: llm.SourceUser},
-		Content: []llm.ContentBlock{llm.Image("a-1", "image/png", 10, 1, 1, "")}}}, Attachments: attachments{}}
-	f := stream(t, p, req).failure(t)
-	if f == nil || f.Code != llm.CodeUnsupportedContent || !strings.Contains(f.Message, "vision") {
-		t.Fatalf("failure = %+v, want UNSUPPORTED_CONTENT naming the route", f)
+		Content: []llm.ContentBlock{llm.Text("look"), llm.Image("a-1", "image/png", 10, 3, 2, "shot.png")}}}, Attachments: attachments{}}
+	if f := stream(t, p, req).failure(t); f != nil {
+		t.Fatalf("failure %+v", f)
 	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Fatalf("%d requests reached the server", n)
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	body := string(reqs[0].Raw)
+	if strings.Contains(body, "image_url") || strings.Contains(body, "harness-attachment") {
+		t.Fatalf("the text route got an image part: %s", body)
+	}
+	if m := reqs[0].Messages(); len(m) != 1 || m[0].Text() != "look\n[image shot.png: image/png, 3 x 2; not sent, this model does not take images]" {
+		t.Fatalf("messages %+v", m)
 	}
 }
 

@@ -211,6 +211,9 @@ func (p *Provider) encodeMessage(m llm.Message) ([]byte, error) {
 		wire = []goai.ChatCompletionMessage{p.assistant(m)}
 	default:
 		wire = user(m)
+		if !p.cfg.ImageInput && len(wire) > 0 && wire[0].Role == goai.ChatMessageRoleUser {
+			wire[0].Content += imageNotes(m)
+		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -220,7 +223,7 @@ func (p *Provider) encodeMessage(m llm.Message) ([]byte, error) {
 			buf.WriteByte(',')
 		}
 		var err error
-		if i == 0 && w.Role == goai.ChatMessageRoleUser && len(m.Images()) > 0 {
+		if i == 0 && w.Role == goai.ChatMessageRoleUser && p.cfg.ImageInput && len(m.Images()) > 0 {
 			err = encodeParts(enc, &buf, m)
 		} else {
 			err = enc.Encode(toWire(w))
