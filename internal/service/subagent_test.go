@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"harness/internal/auth"
 	"harness/internal/driver"
 	"harness/internal/llm"
+	"harness/internal/llm/fake"
 	"harness/internal/models"
 	"harness/internal/render"
 	"harness/internal/service"
@@ -415,5 +417,63 @@ func TestSubagentAfterRestart(t *testing.T) {
 		if last := ends[len(ends)-1]; last.Reason.Kind != session.ReasonAborted {
 			t.Errorf("%s's last turn ended %+v", id, last.Reason)
 		}
+	}
+}
+
+// A parent switched out of auto in the middle of a task narrows its
+// child at once: the child's write after the switch is refused as in
+// read-only mode, and the file is not written.
+func TestParentLeavingAutoStopsTheChildsWrites(t *testing.T) {
+	t.Parallel()
+	_, route := testkit.FakeRoute(t, fake.Script{Responder: func(rec fake.Recorded) fake.Reply {
+		if rec.Header.Get("X-Harness-Purpose") != "" {
+			return fake.Reply{Text: "A title"}
+		}
+		msgs := rec.Messages()
+		child := slices.ContainsFunc(msgs, func(m fake.WireMessage) bool { return m.Role == "user" && strings.Contains(m.Text(), "write the report") })
+		switch last := msgs[len(msgs)-1]; {
+		case last.Role == "tool":
+			return fake.Reply{Text: "finished"}
+		case child:
+			// A slow answer, then a write.
+			return fake.Reply{Text: strings.Repeat("thinking about it ", 30), Chunks: 30, Delay: 40 * time.Millisecond,
+				ToolCalls: []fake.ToolCall{{Name: "write", Arguments: `{"file_path": "report.txt", "content": "done"}`}}}
+		}
+		return fake.Reply{ToolCalls: []fake.ToolCall{{Name: "task", Arguments: `{"description": "Report", "prompt": "write the report"}`}}}
+	}}, testkit.RouteOptions{Name: "scripted"})
+	e := newEnvWith(t, route)
+	ctx := t.Context()
+	s := e.shared(service.NewSession{Mode: session.ModeAuto, Provider: "scripted"})
+	if _, err := e.svc.SendMessage(ctx, e.alice, s.ID, service.Message{Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	var child *driver.Agent
+	poll.Eventually(t, "the child streams", func() bool {
+		ag, ok := e.app.Manager.Lookup(s.ID)
+		if !ok {
+			return false
+		}
+		for _, ev := range ag.Log().Events(0, ag.Log().Len()) {
+			if ev.Type == session.TypeSubagentStarted {
+				st, _ := session.Decode[session.SubagentStarted](ev)
+				if c, ok := e.app.Manager.Lookup(st.Session); ok && slices.ContainsFunc(c.Log().Events(0, c.Log().Len()), func(ev session.Event) bool { return ev.Type == session.TypeAssistantChunk }) {
+					child = c
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if err := e.svc.SetMode(ctx, e.alice, s.ID, session.ModeAsk); err != nil {
+		t.Fatal(err)
+	}
+	e.idle(s.ID)
+	e.app.WaitIdle(t, child.ID())
+	results := testkit.Find[session.ToolResult](t, child.Log().Events(0, child.Log().Len()), session.TypeToolResult)
+	if len(results) != 1 || !results[0].Message.Content[0].IsError || !strings.Contains(llm.Message{Content: results[0].Message.Content[0].Content}.Text(), "read-only") {
+		t.Fatalf("the child's write: %+v", results)
+	}
+	if _, err := os.Stat(filepath.Join(s.Workspace.Path, "report.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file was written after the parent left auto: %v", err)
 	}
 }
