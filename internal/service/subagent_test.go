@@ -430,7 +430,9 @@ func TestParentLeavingAutoStopsTheChildsWrites(t *testing.T) {
 			return fake.Reply{Text: "A title"}
 		}
 		msgs := rec.Messages()
-		child := slices.ContainsFunc(msgs, func(m fake.WireMessage) bool { return m.Role == "user" && strings.Contains(m.Text(), "write the report") })
+		child := slices.ContainsFunc(msgs, func(m fake.WireMessage) bool {
+			return m.Role == "user" && strings.Contains(m.Text(), "write the report")
+		})
 		switch last := msgs[len(msgs)-1]; {
 		case last.Role == "tool":
 			return fake.Reply{Text: "finished"}
