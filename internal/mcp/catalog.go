@@ -119,7 +119,6 @@ func (m *Manager) Load(ctx context.Context) error {
 		stored = append(stored, srv)
 	}
 	m.mu.Lock()
-	m.stored = stored
 	m.servers = append(slices.Clip(m.file), stored...)
 	m.mu.Unlock()
 	return nil

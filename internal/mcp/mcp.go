@@ -78,7 +78,6 @@ type Manager struct {
 	// change replaces the slice, and each session's set follows it at its
 	// next step's assembly.
 	servers []Server
-	stored  []Server        // Settings' servers, as last loaded
 	sets    map[string]*Set // by session id
 }
 
