@@ -350,12 +350,7 @@ func withMeta(r tools.Result, m session.SubagentMeta) tools.Result {
 
 // oneLineText trims s to one line of at most n bytes (on a rune boundary).
 func oneLineText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	for len(s) > n {
-		r := []rune(s)
-		s = string(r[:len(r)-1])
-	}
-	return s
+	return tools.CutRunes(strings.Join(strings.Fields(s), " "), n)
 }
 
 // subagentSection tells a child what it is and who reads its answer.
