@@ -76,7 +76,7 @@ func (r *Routes) List(ctx context.Context) ([]Route, error) {
 			ImageInput: pc.ImageInput,
 		}
 		if i, ok := at[pc.Name]; ok {
-			if !r.managed[pc.Name] {
+			if _, ok := r.managed[pc.Name]; !ok {
 				continue // shadowed by a built-in route
 			}
 			rt.Label = out[i].Label

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"harness/internal/llm"
 	"harness/internal/llm/openai"
@@ -65,7 +66,9 @@ type Routes struct {
 	// mu serialises changes, so a save and a delete of one name cannot
 	// interleave between the store and the registry.
 	mu      sync.Mutex
-	managed map[string]bool // stored routes this applied (enabled or not)
+	// managed are the stored routes this applied (enabled or not), with
+	// the UpdatedAt of the row applied: Load skips a row already applied.
+	managed map[string]time.Time
 }
 
 // New builds a Routes; it touches neither the registry nor the store.
@@ -82,7 +85,7 @@ func New(d Deps) *Routes {
 	if onChange == nil {
 		onChange = func() {}
 	}
-	return &Routes{log: log, reg: d.Registry, store: d.Store, build: build, onChange: onChange, managed: map[string]bool{}}
+	return &Routes{log: log, reg: d.Registry, store: d.Store, build: build, onChange: onChange, managed: map[string]time.Time{}}
 }
 
 // envRoutes read the environment's routes, in registration order.
@@ -125,6 +128,9 @@ func (r *Routes) Load(ctx context.Context) error {
 	stored := make(map[string]bool, len(pcs))
 	for _, pc := range pcs {
 		stored[pc.Name] = true
+		if at, ok := r.managed[pc.Name]; ok && !pc.UpdatedAt.IsZero() && at.Equal(pc.UpdatedAt) {
+			continue // applied as it is (another replica changed something else)
+		}
 		if r.reserved(pc.Name) {
 			r.log.WarnContext(ctx, "configured model route shadows a built-in route; skipped", "name", pc.Name)
 			continue
@@ -225,20 +231,22 @@ func (r *Routes) Default() (provider, model string) { return r.reg.Default() }
 func (r *Routes) Managed(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.managed[name]
+	_, ok := r.managed[name]
+	return ok
 }
 
 // reserved: a route registered by something else. Called with mu held.
 func (r *Routes) reserved(name string) bool {
 	_, ok := r.reg.Get(name)
-	return ok && !r.managed[name]
+	_, managed := r.managed[name]
+	return ok && !managed
 }
 
 // applyLocked registers (or removes, when disabled) one stored route.
 func (r *Routes) applyLocked(pc models.ProviderConfig) error {
 	if !pc.Enabled {
 		r.reg.Unregister(pc.Name)
-		r.managed[pc.Name] = true
+		r.managed[pc.Name] = pc.UpdatedAt
 		return nil
 	}
 	if pc.KeyError != nil { // sealed under another secret key, or altered
@@ -256,7 +264,7 @@ func (r *Routes) applyLocked(pc models.ProviderConfig) error {
 	if err := r.reg.Replace(p); err != nil {
 		return fmt.Errorf("route %s: %w", pc.Name, err)
 	}
-	r.managed[pc.Name] = true
+	r.managed[pc.Name] = pc.UpdatedAt
 	return nil
 }
 

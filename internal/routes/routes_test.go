@@ -452,3 +452,48 @@ func TestImageInputStoredAndApplied(t *testing.T) {
 		}
 	}
 }
+
+// Load applies what another process changed: a route it added, edited or
+// deleted; routes whose rows did not change are not built again.
+func TestLoadFollowsTheStoreAndSkipsUnchangedRoutes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	builds := map[string]int{}
+	build := func(cfg openai.Config) (llm.Provider, error) {
+		builds[cfg.Name]++
+		return openai.New(cfg)
+	}
+	mine := routes.New(routes.Deps{Registry: e.reg, Store: e.store, Build: build})
+	// Another replica: its own registry and Routes over the same store.
+	other := routes.New(routes.Deps{Registry: llm.NewRegistry(), Store: e.store})
+	for _, n := range []string{"alpha", "beta"} {
+		if _, err := other.Save(ctx, routes.Form{Name: n, Kind: "openai", BaseURL: "http://127.0.0.1:1/v1", APIKey: "sk-" + n + "-0123456789", DefaultModel: "m", Models: "m", Enabled: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mine.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Save(ctx, routes.Form{Name: "beta", Kind: "openai", BaseURL: "http://127.0.0.1:2/v1", DefaultModel: "m2", Models: "m2", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Delete(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.reg.Get("alpha"); ok || mine.Managed("alpha") {
+		t.Fatal("the deleted route is still live")
+	}
+	if p, ok := e.reg.Get("beta"); !ok || p.Info().DefaultModel != "m2" {
+		t.Fatalf("the edited route: %v %+v", ok, p)
+	}
+	if builds["alpha"] != 1 || builds["beta"] != 2 {
+		t.Fatalf("builds %v, want alpha once and beta twice (a Load of unchanged rows builds nothing)", builds)
+	}
+}
