@@ -65,7 +65,7 @@ type Routes struct {
 
 	// mu serialises changes, so a save and a delete of one name cannot
 	// interleave between the store and the registry.
-	mu      sync.Mutex
+	mu sync.Mutex
 	// managed are the stored routes this applied (enabled or not), with
 	// the UpdatedAt of the row applied: Load skips a row already applied.
 	managed map[string]time.Time
