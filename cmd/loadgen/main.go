@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"time"
 )
 
@@ -56,6 +57,7 @@ type options struct {
 	addr     string
 	replicas int    // spawned replicas (PostgreSQL)
 	dbDSN    string // their database
+	cpuProf  string // CPU profile of this process; spawned servers write PATH.server
 }
 
 func main() {
@@ -78,6 +80,7 @@ func main() {
 	flag.BoolVar(&o.batch, "batch", true, "viewers subscribe with batch: session/events pushes, deltas of a lagging viewer merged")
 	flag.BoolVar(&o.serve, "serve", false, "internal: run as the spawned server")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:0", "internal: listen address of the spawned server")
+	flag.StringVar(&o.cpuProf, "cpuprofile", "", "write this process's CPU profile here (a spawned server writes PATH.server)")
 	flag.Parse()
 	if o.prompt == "" {
 		o.prompt = fmt.Sprintf("long: %d", o.chunks)
@@ -85,14 +88,36 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var err error
+	stopProfile, err := startProfile(o.cpuProf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
 	if o.serve {
 		err = serve(ctx, o)
 	} else {
 		err = run(ctx, o)
 	}
+	stopProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
+}
+
+// startProfile starts a CPU profile to path ("" is none); the returned
+// func stops it.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

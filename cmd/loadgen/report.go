@@ -32,7 +32,11 @@ type report struct {
 	ServerCPUCores   float64       `json:"serverCpuCores"`
 	// ServerCPUMilliPerViewer is the server's CPU over the load divided by
 	// the viewer connections, in millicores.
-	ServerCPUMilliPerViewer float64  `json:"serverCpuMilliPerViewer,omitempty"`
+	ServerCPUMilliPerViewer float64 `json:"serverCpuMilliPerViewer,omitempty"`
+	// ServerFrames is the WebSocket frames the server wrote over the load,
+	// ServerCPUMicrosPerFrame its CPU over them.
+	ServerFrames            int64    `json:"serverFrames,omitempty"`
+	ServerCPUMicrosPerFrame float64  `json:"serverCpuMicrosPerFrame,omitempty"`
 	Cuts                    int      `json:"cuts"`
 	ServerCutsTotal         int      `json:"serverCutsTotal"`
 	Errors                  int      `json:"errors"`

@@ -158,6 +158,10 @@ func run(ctx context.Context, o options) error {
 		r.PersistedPerSec = float64(r.EventsPersisted) / elapsed.Seconds()
 		r.ServerCPUCores = (after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]) / elapsed.Seconds()
 		r.ServerCutsTotal = int(after["harness_ws_send_queue_cuts_total"])
+		r.ServerFrames = int64(after["harness_ws_frames_written_total"] - before["harness_ws_frames_written_total"])
+		if r.ServerFrames > 0 {
+			r.ServerCPUMicrosPerFrame = 1e6 * r.ServerCPUCores * elapsed.Seconds() / float64(r.ServerFrames)
+		}
 	}
 	if r.ServerCPUCores > 0 {
 		r.ServerCPUMilliPerViewer = 1000 * r.ServerCPUCores / float64(o.sessions*o.viewers)

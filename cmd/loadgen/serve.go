@@ -96,6 +96,9 @@ func spawn(ctx context.Context, o options, env ...string) (*spawned, error) {
 		return nil, err
 	}
 	args := []string{"-serve", "-data", s.dataDir, "-rate", fmt.Sprint(o.rate), "-chunks", fmt.Sprint(o.chunks)}
+	if o.cpuProf != "" {
+		args = append(args, "-cpuprofile", o.cpuProf+".server")
+	}
 	s.cmd = exec.Command(self, args...)
 	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stderr = os.Stderr

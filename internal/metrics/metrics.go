@@ -37,6 +37,7 @@ type Sources struct {
 	RunningSessions func() int
 	WSConnections   func() int
 	WSCuts          func() uint64 // subscribers cut for falling behind, total
+	WSFrames        func() uint64 // WebSocket frames written, total
 	WriterPending   func() int
 }
 
@@ -83,6 +84,11 @@ func New(src Sources) *Metrics {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "harness_ws_send_queue_cuts_total", Help: "WebSocket subscribers cut for falling behind.",
 		}, func() float64 { return float64(src.WSCuts()) }))
+	}
+	if src.WSFrames != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "harness_ws_frames_written_total", Help: "WebSocket data frames written to clients.",
+		}, func() float64 { return float64(src.WSFrames()) }))
 	}
 	return m
 }

@@ -18,6 +18,7 @@ func TestMetricsExposition(t *testing.T) {
 		RunningSessions: func() int { return 1 },
 		WSConnections:   func() int { return 7 },
 		WSCuts:          func() uint64 { return 2 },
+		WSFrames:        func() uint64 { return 40 },
 		WriterPending:   func() int { return 0 },
 	})
 	o := m.Observer()
@@ -45,6 +46,7 @@ func TestMetricsExposition(t *testing.T) {
 		`harness_sessions_running 1`,
 		`harness_ws_connections 7`,
 		`harness_ws_send_queue_cuts_total 2`,
+		`harness_ws_frames_written_total 40`,
 		`go_goroutines`,
 		`process_resident_memory_bytes`,
 	} {
