@@ -180,6 +180,11 @@ func (cn *Conn) readLoop() {
 			return
 		}
 		// One decode per frame: this loop is the client's hot path.
+		var p Push
+		if decodeEventPush(data, &p) {
+			cn.route(p)
+			continue
+		}
 		var w wireFrame
 		if json.Unmarshal(data, &w) != nil {
 			continue
@@ -190,7 +195,6 @@ func (cn *Conn) readLoop() {
 			}
 			continue
 		}
-		var p Push
 		if w.push(&p, data) != nil {
 			continue
 		}

@@ -1,0 +1,286 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// decodeEventPush decodes the frames a follower gets most, session/event
+// and session/events pushes, without reflection: at a few hundred frames
+// a second per socket, encoding/json's two passes over each frame were
+// most of a viewer's CPU. It reports false for any frame outside that
+// shape (another key, a null, an escaped key, a number that is not an
+// integer...), which the caller then decodes the general way; when it
+// reports true, p is what the general decode would have made, except
+// that Event.Data and SurfaceOp share the frame's bytes (as Raw does).
+func decodeEventPush(b []byte, p *Push) bool {
+	// The server writes "ch" first; other frames are not worth a scan.
+	if !bytes.HasPrefix(b, []byte(`{"ch":"session/event`)) || !json.Valid(b) { // the scan relies on valid JSON
+		return false
+	}
+	s := scanner{b: b}
+	var out Push
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "ch":
+			v, ok := s.str()
+			out.Ch = v
+			return ok
+		case "session":
+			v, ok := s.str()
+			out.Session = v
+			return ok
+		case "html":
+			v, ok := s.str()
+			out.HTML = v
+			return ok
+		case "event":
+			ev := new(Event)
+			out.Event = ev
+			return s.event(ev)
+		case "events":
+			out.Events = out.Events[:0]
+			if out.Events == nil {
+				out.Events = []Event{}
+			}
+			return s.array(func() bool {
+				out.Events = append(out.Events, Event{})
+				return s.event(&out.Events[len(out.Events)-1])
+			})
+		}
+		return false
+	})
+	if !ok || out.Ch != ChEvent && out.Ch != ChEvents {
+		return false
+	}
+	out.Raw = b
+	*p = out
+	return true
+}
+
+// scanner walks a valid JSON text.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips white space and reports whether c comes next, taking it.
+func (s *scanner) next(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// object walks an object, calling field with each key positioned before
+// its value. An escaped or repeated key fails: the general decode has
+// rules for those (case folding, merging) that this one does not copy.
+func (s *scanner) object(field func(key []byte) bool) bool {
+	if !s.next('{') {
+		return false
+	}
+	if s.next('}') {
+		return true
+	}
+	var seen [8][]byte
+	n := 0
+	for {
+		s.ws()
+		key, ok := s.rawString()
+		if !ok || bytes.IndexByte(key, '\\') >= 0 || !s.next(':') || n == len(seen) {
+			return false
+		}
+		for _, k := range seen[:n] {
+			if bytes.Equal(k, key) {
+				return false
+			}
+		}
+		seen[n], n = key, n+1
+		s.ws()
+		if !field(key) {
+			return false
+		}
+		if s.next('}') {
+			return true
+		}
+		if !s.next(',') {
+			return false
+		}
+	}
+}
+
+// array walks an array, calling elem positioned before each element.
+func (s *scanner) array(elem func() bool) bool {
+	if !s.next('[') {
+		return false
+	}
+	if s.next(']') {
+		return true
+	}
+	for {
+		s.ws()
+		if !elem() {
+			return false
+		}
+		if s.next(']') {
+			return true
+		}
+		if !s.next(',') {
+			return false
+		}
+	}
+}
+
+// rawString returns the bytes between the quotes of the string at s.i.
+func (s *scanner) rawString() ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '\\':
+			j++
+		case '"':
+			s.i = j + 1
+			return s.b[start:j], true
+		}
+	}
+	return nil, false
+}
+
+// str decodes a string value (false for anything else).
+func (s *scanner) str() (string, bool) {
+	start := s.i
+	raw, ok := s.rawString()
+	if !ok {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw), true
+	}
+	var v string
+	err := json.Unmarshal(s.b[start:s.i], &v)
+	return v, err == nil
+}
+
+// int decodes an integer value.
+func (s *scanner) int() (int64, bool) {
+	start := s.i
+	for s.i < len(s.b) && (s.b[s.i] == '-' || s.b[s.i] >= '0' && s.b[s.i] <= '9') {
+		s.i++
+	}
+	if s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '.', 'e', 'E': // not an integer: the general decode decides
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	return v, err == nil
+}
+
+// value skips any value and returns its bytes.
+func (s *scanner) value() ([]byte, bool) {
+	start := s.i
+	if s.i >= len(s.b) {
+		return nil, false
+	}
+	switch s.b[s.i] {
+	case '"':
+		if _, ok := s.rawString(); !ok {
+			return nil, false
+		}
+	case '{', '[':
+		for depth := 0; ; {
+			if s.i >= len(s.b) {
+				return nil, false
+			}
+			switch s.b[s.i] {
+			case '"':
+				if _, ok := s.rawString(); !ok {
+					return nil, false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			s.i++
+			if depth == 0 {
+				break
+			}
+		}
+	default: // a number or a literal
+		for s.i < len(s.b) && !endsScalar(s.b[s.i]) {
+			s.i++
+		}
+	}
+	return s.b[start:s.i], s.i > start
+}
+
+// event decodes an event object.
+func (s *scanner) event(ev *Event) bool {
+	return s.object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "seq":
+			ev.Seq, ok = s.int()
+		case "time":
+			ev.Time, ok = s.int()
+		case "from":
+			ev.From, ok = s.int()
+		case "type":
+			ev.Type, ok = s.str()
+		case "data":
+			ev.Data, ok = s.value()
+			ok = ok && string(ev.Data) != "null"
+		case "surfaceOp":
+			ev.SurfaceOp, ok = s.value()
+			ok = ok && string(ev.SurfaceOp) != "null"
+		case "ignorable":
+			switch {
+			case bytes.HasPrefix(s.b[s.i:], []byte("true")):
+				ev.Ignorable, s.i, ok = true, s.i+4, true
+			case bytes.HasPrefix(s.b[s.i:], []byte("false")):
+				ev.Ignorable, s.i, ok = false, s.i+5, true
+			}
+		case "sourceEventSeqs":
+			ev.SourceEventSeqs = ev.SourceEventSeqs[:0]
+			if ev.SourceEventSeqs == nil {
+				ev.SourceEventSeqs = []int64{}
+			}
+			ok = s.array(func() bool {
+				v, ok := s.int()
+				ev.SourceEventSeqs = append(ev.SourceEventSeqs, v)
+				return ok
+			})
+		}
+		return ok
+	})
+}
+
+// endsScalar reports whether c ends a number or literal.
+func endsScalar(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\r', '\n':
+		return true
+	}
+	return false
+}

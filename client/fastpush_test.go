@@ -1,0 +1,99 @@
+package client
+
+import (
+	"reflect"
+	"testing"
+)
+
+// generalPush is the reader's general decode of a push frame.
+func generalPush(b []byte) (Push, bool) {
+	var p Push
+	if err := p.UnmarshalJSON(b); err != nil {
+		return Push{}, false
+	}
+	return p, true
+}
+
+var fastPushSeeds = []string{
+	`{"ch":"session/event","session":"s1","event":{"seq":3,"time":1700000000000,"type":"assistant/chunk","data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"hé \"quoted\" \\ done"}}}}`,
+	`{"ch":"session/events","session":"s1","events":[{"seq":4,"time":1,"type":"assistant/chunk","data":{"a":[1,2,{"b":"]}"}]},"from":2},{"seq":5,"time":2,"type":"turn/end","data":{},"ignorable":true,"surfaceOp":{"op":"replace","start":1,"end":2},"sourceEventSeqs":[1,2,3]}],"html":"<p>x</p>"}`,
+	`{"ch":"session/events","session":"s1","events":[]}`,
+	`{"ch":"session/event","session":"s\u00e9","event":{"seq":1,"time":2,"type":"x","data":"str"}}`,
+	`{"ch":"session/event","session":"s","event":{"seq":1,"time":2,"type":"x","data":null}}`,
+	`{"ch":"session/event","session":"s","event":{"seq":1.5,"time":2,"type":"x","data":1}}`,
+	`{"ch":"session/event","session":"s","event":{"Seq":1,"time":2,"type":"x","data":true}}`,
+	`{"ch":"session/event","ch":"session/event","session":"s","event":{"seq":1,"time":2,"type":"x","data":1}}`,
+	`{"ch":"status","session":"s","status":"running"}`,
+	`{"re":"1","ok":true}`,
+	` { "ch" : "session/events" , "session" : "s" , "events" : [ { "seq" : 1 , "time" : 2 , "type" : "t" , "data" : [ ] , "sourceEventSeqs" : [ ] } ] } `,
+	`{"ch":"session/event","session":"s","event":{"seq":99999999999999999999,"time":2,"type":"x","data":1}}`,
+	`{"ch":"session/event","session":"s","event":{"seq":1,"time":2,"type":"x","data":{"k":"v"},"surfaceOp":"append"}}`,
+	`{"ch":"session/event","session":"s","event":null}`,
+	`{"ch":"session/event","session":{"id":"s"}}`,
+	`{"ch":"session/events","session":"s","events":[{"seq":1,"time":2,"type":"t","data":-0}]}`,
+}
+
+// Whenever the fast decode takes a frame, it makes exactly what the
+// general decode makes; the frames it declines go the general way.
+func TestDecodeEventPushMatchesTheGeneralDecode(t *testing.T) {
+	t.Parallel()
+	took := 0
+	for _, s := range fastPushSeeds {
+		b := []byte(s)
+		var fast Push
+		if !decodeEventPush(b, &fast) {
+			continue
+		}
+		took++
+		want, ok := generalPush(b)
+		if !ok {
+			t.Fatalf("fast decode took %s, which the general decode refuses", s)
+		}
+		if !reflect.DeepEqual(fast, want) {
+			t.Fatalf("%s:\nfast    %+v\ngeneral %+v", s, fast, want)
+		}
+	}
+	if took < 6 {
+		t.Fatalf("the fast decode took %d of the event frames, want the plain ones", took)
+	}
+}
+
+func FuzzDecodeEventPush(f *testing.F) {
+	for _, s := range fastPushSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast Push
+		if !decodeEventPush(b, &fast) {
+			return
+		}
+		want, ok := generalPush(b)
+		if !ok {
+			t.Fatalf("fast decode took %q, which the general decode refuses", b)
+		}
+		if !reflect.DeepEqual(fast, want) {
+			t.Fatalf("%q:\nfast    %+v\ngeneral %+v", b, fast, want)
+		}
+	})
+}
+
+// BenchmarkPushDecode: a text-delta push as the server writes it, decoded
+// the fast way and the general way.
+func BenchmarkPushDecode(b *testing.B) {
+	frame := []byte(`{"ch":"session/events","session":"4b1d0f0e-8a4f-4a57-9c52-0d1f5c1e2a3b","events":[{"seq":1234,"time":1764600000000,"type":"assistant/chunk","data":{"turn":3,"step":1,"chunk":{"type":"text-delta","index":0,"text":"tick:1764600000000000000; lorem ipsum dolor "}}}]}`)
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			var p Push
+			if !decodeEventPush(frame, &p) {
+				b.Fatal("declined")
+			}
+		}
+	})
+	b.Run("general", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := generalPush(frame); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
