@@ -19,6 +19,7 @@ import (
 type conn struct {
 	h     *Hub
 	sock  *websocket.Conn // nil in tests that drive handle directly
+	wire  *wire           // the socket's write side; nil with sock
 	actor *auth.Actor
 	out   *sendQueue
 	// writing is when the frame being written started (unix ns), 0 when
@@ -41,14 +42,26 @@ type conn struct {
 	wg        sync.WaitGroup // replays
 }
 
-func (h *Hub) newConn(sock *websocket.Conn, a *auth.Actor) *conn {
+func (h *Hub) newConn(sock *websocket.Conn, w *wire, a *auth.Actor) *conn {
 	ctx, cancel := context.WithCancel(h.base)
 	ctx = auth.ContextWithActor(ctx, a)
-	return &conn{
-		h: h, sock: sock, actor: a, out: newSendQueue(h.opts.SendBytes),
+	c := &conn{
+		h: h, sock: sock, wire: w, actor: a,
 		ctx: ctx, cancel: cancel, subs: map[string]*subscription{},
 		limit: newBucket(h.opts.CommandRate, h.opts.CommandBurst),
 	}
+	var direct func(item) (bool, bool)
+	if w != nil {
+		direct = c.tryDirect
+	}
+	c.out = newSendQueue(h.opts.SendBytes, direct)
+	return c
+}
+
+// tryDirect writes it on the socket if the socket takes it now (see
+// sendQueue.direct).
+func (c *conn) tryDirect(it item) (sent, partial bool) {
+	return c.wire.tryFrame(payload(it))
 }
 
 // run serves the connection until it ends: the writer and the keepalive run
@@ -103,11 +116,14 @@ func (c *conn) writeLoop() {
 			c.close(end.code, end.reason)
 			return
 		}
-		frame := compose(run)
 		// No per-write deadline context: it would cost two timers per
 		// frame on the hottest path; the keepalive watches c.writing.
 		c.writing.Store(time.Now().UnixNano())
-		err = c.sock.Write(context.Background(), websocket.MessageText, frame)
+		if run[0].flush { // never joined either
+			err = c.wire.flush()
+		} else {
+			err = c.write(compose(run))
+		}
 		c.writing.Store(0)
 		if err != nil {
 			c.closeNow()
@@ -120,23 +136,36 @@ func (c *conn) writeLoop() {
 // joinBatch: the events of a batch subscriber queued behind each other go
 // out in one session/events frame, up to about replayFrameBytes.
 func joinBatch(first, next item) bool {
-	return first.ev != nil && next.ev != nil && next.sub == first.sub
+	return first.run != nil && next.run != nil && next.sub == first.sub
 }
 
-// compose is the frame of a popped run: ready bytes, or one
+// write writes one frame's payload.
+func (c *conn) write(frame []byte) error {
+	if c.wire == nil {
+		return c.sock.Write(context.Background(), websocket.MessageText, frame)
+	}
+	return c.wire.writeFrame(frame)
+}
+
+// payload is the frame of one item.
+func payload(it item) []byte {
+	if it.run == nil {
+		return it.frame
+	}
+	return it.run.frameOf(it.sub.id)
+}
+
+// compose is the frame of popped items: ready bytes, or one
 // session/events frame of a batch subscriber's events, deltas merged.
-func compose(run []item) []byte {
-	if run[0].ev == nil {
-		return run[0].frame
+func compose(items []item) []byte {
+	if len(items) == 1 {
+		return payload(items[0])
 	}
-	if len(run) == 1 {
-		return run[0].ev.frameAlone(run[0].sub.id)
+	var evs []*liveEvent
+	for _, it := range items {
+		evs = append(evs, it.run.evs...)
 	}
-	evs := make([]*liveEvent, len(run))
-	for i, it := range run {
-		evs[i] = it.ev
-	}
-	return batchFrame(run[0].sub.id, evs, true)
+	return batchFrame(items[0].sub.id, evs, true)
 }
 
 // keepalive pings every PingInterval (a missing pong closes the socket)
@@ -243,8 +272,11 @@ func (c *conn) send(frame []byte) {
 }
 
 func (c *conn) offer(it item) {
-	if !c.out.push(it) {
+	switch c.out.offer(it) {
+	case offerRefused:
 		c.slow()
+	case offerWritten:
+		c.h.framesOut.Add(1)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,12 @@ type Options struct {
 	// ReplayPage is how many events a replay reads at a time, and the most
 	// events one session/events frame carries (default 256).
 	ReplayPage int
+	// SocketBuffer, when set, is each socket's kernel send buffer in
+	// bytes (SO_SNDBUF; the kernel doubles it). Frames a client has not
+	// taken wait in the send queue once it is full, where a batch
+	// subscriber's are coalesced. Default: the kernel's own sizing, which
+	// grows to megabytes for a client that reads slowly.
+	SocketBuffer int
 
 	// MaxSockets bounds the open sockets of one user (cookie and token
 	// sockets together) and of one share link (default 64); the upgrade
@@ -202,6 +209,8 @@ type Hub struct {
 
 	slowClosed atomic.Uint64
 	framesOut  atomic.Uint64
+	// fanJobs hands shares of large fan-outs to the fan workers.
+	fanJobs chan fanJob
 }
 
 // New builds a Hub and starts its sidebar worker. Close stops it.
@@ -215,6 +224,10 @@ func New(d Deps) *Hub {
 		log: log, svc: d.Service, mgr: d.Manager, projections: d.Projections, access: d.Access, remote: d.Remote, storedHead: d.StoredHead, opts: d.Options.withDefaults(),
 		base: base, stop: stop,
 		conns: map[*conn]struct{}{}, topics: map[string]*topic{}, open: map[string]int{},
+		fanJobs: make(chan fanJob),
+	}
+	for range runtime.GOMAXPROCS(0) - 1 {
+		go h.fanWorker()
 	}
 	h.changes = newChangeQueue(h)
 	h.cancel = append(h.cancel,
@@ -250,13 +263,14 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"too many open connections (at most %d per user or share link); close some and retry", h.opts.MaxSockets))
 		return
 	}
-	sock, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	hw := &hijackCapture{ResponseWriter: w, sendBuffer: h.opts.SocketBuffer}
+	sock, err := websocket.Accept(hw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		h.unreserve(owner)
 		h.log.Debug("websocket accept", "err", err)
 		return
 	}
-	c := h.newConn(sock, a)
+	c := h.newConn(sock, hw.wire, a)
 	if !h.register(c) {
 		h.unreserve(owner)
 		_ = sock.Close(websocket.StatusGoingAway, ReasonShutdown)

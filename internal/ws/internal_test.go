@@ -53,7 +53,7 @@ func TestSendQueue(t *testing.T) {
 	t.Parallel()
 	frame := []byte("0123456789")
 	fr := func(seq int64) item { return item{frame: frame, seq: seq} }
-	q := newSendQueue(4 * int64(len(frame)))
+	q := newSendQueue(4*int64(len(frame)), nil)
 	for i := range 4 {
 		if !q.push(fr(int64(i))) {
 			t.Fatalf("push %d refused", i)
@@ -108,7 +108,7 @@ func TestHandlerPanicIsRecovered(t *testing.T) {
 			panic("boom")
 		}
 	}
-	c := s.hub.newConn(nil, s.owner)
+	c := s.hub.newConn(nil, nil, s.owner)
 	defer c.shutdown()
 	c.handle([]byte(`{"id":"boom","op":"ping"}`))
 	c.handle([]byte(`{"id":"fine","op":"ping"}`))
@@ -163,7 +163,7 @@ func FuzzFrame(f *testing.F) {
 			if a.name == "viewer" {
 				actor = s.viewer
 			}
-			c := s.hub.newConn(nil, actor)
+			c := s.hub.newConn(nil, nil, actor)
 			c.handle(data)
 			got := frames(c)
 			c.shutdown()

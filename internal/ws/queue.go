@@ -7,23 +7,27 @@ import (
 )
 
 // item is one frame waiting to be written: ready bytes, or for a
-// subscriber that asked for batches, one projected event that the writer
-// joins with the events queued right behind it into one session/events
-// frame. Nothing in an item is rendered or decoded by the writer.
+// subscriber that asked for batches, the projected events of one fan-out
+// that the writer joins with the events queued right behind them into one
+// session/events frame. Nothing in an item is rendered or decoded by the writer.
 type item struct {
 	frame []byte
-	seq   int64         // event seq for event items, else -1
-	ev    *liveEvent    // batch subscribers' events (frame is nil)
-	sub   *subscription // the batch subscriber of ev
+	seq   int64         // event seq for event items (the last of a run), else -1
+	first int64         // the first seq of run
+	run   *liveRun      // batch subscribers' events (frame is nil)
+	sub   *subscription // the batch subscriber of run
 	// end, when set, is no frame: the writer closes the socket with it
 	// once everything queued before it is written.
 	end *closeNote
+	// flush, when set, is no frame either: the writer sends what a
+	// direct write (sendQueue.direct) left of its frame on the wire.
+	flush bool
 }
 
 // size is what the item counts against the connection's byte bound.
 func (it item) size() int64 {
-	if it.ev != nil {
-		return int64(len(it.ev.raw) + len(it.ev.html) + 16)
+	if it.run != nil {
+		return it.run.size
 	}
 	return int64(len(it.frame))
 }
@@ -50,14 +54,24 @@ type sendQueue struct {
 	// pushWait callers wait; waiting counts them.
 	space   chan struct{}
 	waiting int
+	// busy: the writer holds items it popped and has not written yet.
+	busy bool
+	// direct, when set, writes an item on the socket if it takes it
+	// without waiting (wire.tryFrame): an item that finds the queue
+	// empty and the writer idle goes out from the offering goroutine,
+	// which saves waking the writer for every frame of a viewer that
+	// keeps up. partial: only part went out, the rest waits on the wire
+	// and a flush item behind it sends it.
+	direct func(item) (sent, partial bool)
 }
 
-func newSendQueue(maxBytes int64) *sendQueue {
+func newSendQueue(maxBytes int64, direct func(item) (sent, partial bool)) *sendQueue {
 	return &sendQueue{
-		buf:   make([]item, 16),
-		max:   maxBytes,
-		ready: make(chan struct{}, 1),
-		space: make(chan struct{}),
+		direct: direct,
+		buf:    make([]item, 16),
+		max:    maxBytes,
+		ready:  make(chan struct{}, 1),
+		space:  make(chan struct{}),
 	}
 }
 
@@ -72,6 +86,37 @@ func (q *sendQueue) push(it item) bool {
 	}
 	q.appendLocked(it)
 	return true
+}
+
+// offerResult is what offer did with an item.
+type offerResult int
+
+const (
+	offerQueued  offerResult = iota // queued for the writer
+	offerWritten                    // written on the socket (or its rest owned by the wire)
+	offerRefused                    // closed, or past the bound
+)
+
+// offer is push, except that an item finding the queue empty and the
+// writer idle is first tried on the socket directly. Order holds: a
+// direct write happens only when nothing is queued or being written.
+func (q *sendQueue) offer(it item) offerResult {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.n > 0 && q.bytes+it.size() > q.max {
+		return offerRefused
+	}
+	if q.n == 0 && !q.busy && q.direct != nil && it.end == nil {
+		switch sent, partial := q.direct(it); {
+		case partial:
+			q.appendLocked(item{flush: true, seq: -1})
+			return offerWritten
+		case sent:
+			return offerWritten
+		}
+	}
+	q.appendLocked(it)
+	return offerQueued
 }
 
 // pushWait appends it once the queue is below half its bound.
@@ -130,7 +175,9 @@ func (q *sendQueue) pop(ctx context.Context) (item, error) {
 func (q *sendQueue) popRun(ctx context.Context, join func(first, next item) bool, maxItems int, maxBytes int64) ([]item, error) {
 	for {
 		q.mu.Lock()
+		q.busy = false // what the writer popped before is written
 		if q.n > 0 {
+			q.busy = true
 			out := []item{q.takeLocked()}
 			size := out[0].size()
 			for q.n > 0 && len(out) < maxItems && size < maxBytes && join != nil && join(out[0], q.buf[q.head]) {

@@ -80,7 +80,7 @@ func smallBufferClient(base string, tok string) *client.Client {
 // resumes losslessly with since.
 func TestSlowConsumerIsCutAndResumes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{demoDelay: -1, ws: ws.Options{SendBytes: 16 << 10, HoldBytes: 16 << 10}})
+	e := newEnv(t, envOptions{demoDelay: -1, ws: ws.Options{SendBytes: 16 << 10, HoldBytes: 16 << 10, SocketBuffer: 16 << 10}})
 	id := e.session(client.NewSession{Provider: "demo"})
 	tok, err := e.app.Auth.CreateToken(t.Context(), "alice", "slow")
 	if err != nil {
@@ -152,7 +152,7 @@ var errDone error = doneErr{}
 // still sees every event exactly once, in order.
 func TestFollowSurvivesSlowConsumerCut(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{demoDelay: -1, ws: ws.Options{SendBytes: 16 << 10, HoldBytes: 16 << 10}})
+	e := newEnv(t, envOptions{demoDelay: -1, ws: ws.Options{SendBytes: 16 << 10, HoldBytes: 16 << 10, SocketBuffer: 16 << 10}})
 	id := e.session(client.NewSession{Provider: "demo"})
 	tok, err := e.app.Auth.CreateToken(t.Context(), "alice", "follow")
 	if err != nil {

@@ -34,11 +34,15 @@ type subscription struct {
 	endOnce sync.Once
 }
 
-// offerLocked queues a live frame (t.mu held): held during the replay,
-// dropped when the replay or the client already covers its seq.
+// offerLocked queues a live frame (t.mu held, projector only): held
+// during the replay, dropped when the replay or the client already covers
+// its seq, else added to the topic's deliveries (topic.deliverLocked).
 func (s *subscription) offerLocked(it item) {
 	if it.seq >= 0 && it.seq < s.next {
 		return
+	}
+	if it.run != nil && it.first < s.next {
+		it.run, it.first = it.run.from(s.next), s.next
 	}
 	if s.holding {
 		if s.heldBytes+it.size() > s.c.h.opts.HoldBytes {
@@ -52,7 +56,7 @@ func (s *subscription) offerLocked(it item) {
 	if it.seq > s.sent {
 		s.sent = it.seq
 	}
-	s.c.offer(it)
+	s.t.out = append(s.t.out, delivery{c: s.c, it: it})
 }
 
 // subscribe registers the subscription, answers, then replays in the

@@ -44,6 +44,9 @@ type topic struct {
 	html int
 	// proj is the topic's projection (projector goroutine only, under mu).
 	proj Projector
+	// out is what the fan-out in progress delivers (projector only,
+	// under mu).
+	out []delivery
 	// gated: the topic follows a local agent and delivers only what the
 	// writer stored (Hub.Stored), so no subscriber ever sees an event a
 	// crash could lose and another replica's repair replace. Set by open.
@@ -67,18 +70,51 @@ type liveEvent struct {
 	raw   []byte // the event object, byte for byte as stored
 	html  string // the class's fragment ("" without html)
 	delta *delta // set for text and reasoning deltas
-
-	// alone is the session/events frame of this event by itself, built
-	// once by the first writer that sends it alone (the usual case of a
-	// subscriber that keeps up) and shared by the others.
-	aloneOnce sync.Once
-	alone     []byte
 }
 
-// frameAlone returns the session/events frame of e by itself.
-func (e *liveEvent) frameAlone(sessionID string) []byte {
-	e.aloneOnce.Do(func() { e.alone = batchFrame(sessionID, []*liveEvent{e}, false) })
-	return e.alone
+// liveRun is the events of one fan-out, prepared for the batch
+// subscribers of one viewer class. One fan-out is usually one event; it
+// is several when the projector fell behind (the machine is busy), and
+// then each subscriber gets them in one frame, deltas merged, instead of
+// one frame per event: the cost of a fan-out is mostly one write system
+// call per subscriber, so falling behind makes the next fan-outs cheaper
+// rather than the lag longer.
+type liveRun struct {
+	evs  []*liveEvent
+	size int64 // what the run counts against a send queue's bound
+
+	// frame is the run's session/events frame, built once by the first
+	// writer that sends the run by itself (the usual case of a subscriber
+	// that keeps up) and shared by the others.
+	once  sync.Once
+	frame []byte
+}
+
+func newLiveRun(evs []*liveEvent) *liveRun {
+	r := &liveRun{evs: evs}
+	for _, e := range evs {
+		r.size += int64(len(e.raw) + len(e.html) + 16)
+	}
+	return r
+}
+
+// frameOf returns the session/events frame of the run by itself.
+func (r *liveRun) frameOf(sessionID string) []byte {
+	r.once.Do(func() { r.frame = batchFrame(sessionID, r.evs, true) })
+	return r.frame
+}
+
+// from returns the run's events from seq on (nil when none is).
+func (r *liveRun) from(seq int64) *liveRun {
+	for i, e := range r.evs {
+		if e.seq >= seq {
+			if i == 0 {
+				return r
+			}
+			return newLiveRun(r.evs[i:])
+		}
+	}
+	return nil
 }
 
 // delta is what coalescing needs of a text or reasoning delta: the block
@@ -201,8 +237,11 @@ func (t *topic) fanStored(head int64) {
 	if !gated || head < from {
 		return
 	}
-	for _, ev := range t.src.Log().Events(from, head+1) {
-		t.fanEvent(ev)
+	evs := t.src.Log().Events(from, head+1)
+	for len(evs) > 0 {
+		n := min(len(evs), fanRunMax)
+		t.fanEvents(evs[:n])
+		evs = evs[n:]
 	}
 }
 
@@ -245,24 +284,37 @@ func (t *topic) offerLive(frame []byte) {
 // queued and fans it out in order.
 func (t *topic) project() {
 	var batch []pendingEntry
+	var evs []session.Event
 	for {
 		var ok bool
 		if batch, ok = t.pending.take(batch, nil); !ok {
 			return
 		}
-		for i, e := range batch {
-			switch {
+		for i := 0; i < len(batch); {
+			switch e := batch[i]; {
 			case e.live != nil:
 				t.fanLive(e.live)
+				i++
 			case e.stored != nil:
 				t.fanStored(*e.stored)
-			default:
-				t.fanEvent(e.ev)
+				i++
+			default: // the events queued behind each other: one fan-out
+				j := i
+				for j < len(batch) && j-i < fanRunMax && batch[j].live == nil && batch[j].stored == nil {
+					evs = append(evs, batch[j].ev)
+					j++
+				}
+				t.fanEvents(evs)
+				clear(evs)
+				evs, i = evs[:0], j
 			}
-			batch[i] = pendingEntry{}
 		}
+		clear(batch)
 	}
 }
+
+// fanRunMax bounds the events of one fan-out.
+const fanRunMax = 256
 
 // fanLive offers a live frame to every subscriber.
 func (t *topic) fanLive(frame []byte) {
@@ -271,91 +323,137 @@ func (t *topic) fanLive(frame []byte) {
 	for s := range t.subs {
 		s.offerLocked(item{frame: frame, seq: -1})
 	}
+	t.deliverLocked()
 }
 
-// classOut is one event prepared for one viewer class.
+// deliverLocked offers what the fan-out collected to the connections
+// (t.mu held), and forgets it.
+func (t *topic) deliverLocked() {
+	t.h.deliver(t.out)
+	clear(t.out)
+	t.out = t.out[:0]
+}
+
+// classOut is one fan-out prepared for one viewer class.
 type classOut struct {
-	done  bool
-	html  string
-	frame []byte     // session/event frame with html (plain subscribers)
-	ev    *liveEvent // batch subscribers
+	html   []string     // per event: the class's fragment ("" without)
+	frames [][]byte     // per event: session/event frames (plain subscribers), built on demand
+	run    *liveRun     // batch subscribers, built on demand
+	evs    []*liveEvent // the run's events
 }
 
-// fanEvent applies the event to the projection, encodes it once, renders
-// it once per viewer class present and offers ready bytes to each
-// subscriber. It runs under t.mu, so a subscriber joins either before the
-// event (and gets it from here) or after (and replays it from the log).
-func (t *topic) fanEvent(ev session.Event) {
+// fanEvents applies the events to the projection, encodes each once,
+// renders each once per viewer class present and offers ready bytes to
+// each subscriber: one item of all of them to a batch subscriber, one
+// frame per event to the others. It runs under t.mu, so a subscriber
+// joins either before the events (and gets them from here) or after (and
+// replays them from the log).
+func (t *topic) fanEvents(evs []session.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.delivered = max(t.delivered, ev.Seq)
-	if t.proj == nil && t.html > 0 && t.h.projections != nil {
-		// Everything before ev is in the log: the log appends before it
-		// calls back.
-		t.proj = t.h.projections(t.id, t.src.Log(), ev.Seq)
+	defer t.deliverLocked()
+	for _, ev := range evs {
+		t.delivered = max(t.delivered, ev.Seq)
 	}
-	applied := t.proj != nil && t.h.apply(t.proj, t.id, ev)
+	if t.proj == nil && t.html > 0 && t.h.projections != nil {
+		// Everything before evs is in the log: the log appends before it
+		// calls back.
+		t.proj = t.h.projections(t.id, t.src.Log(), evs[0].Seq)
+	}
+	// Which kinds of subscriber are there: html is only rendered for a
+	// class that has one, deltas only decoded for batch subscribers.
+	var classes map[viewerClass]*classOut
+	anyBatch := false
+	for s := range t.subs {
+		anyBatch = anyBatch || s.batch
+		if s.render && t.proj != nil {
+			if classes == nil {
+				classes = make(map[viewerClass]*classOut, 2)
+			}
+			if classes[s.class] == nil {
+				classes[s.class] = &classOut{html: make([]string, len(evs))}
+			}
+		}
+	}
+	raws := make([][]byte, len(evs))
+	var deltas []*delta
+	if anyBatch {
+		deltas = make([]*delta, len(evs))
+	}
+	for k, ev := range evs {
+		applied := t.proj != nil && t.h.apply(t.proj, t.id, ev)
+		raw, err := session.AppendEvent(nil, ev)
+		if err != nil {
+			t.h.log.Error("encode event", "session", t.id, "seq", ev.Seq, "err", err)
+			continue
+		}
+		raws[k] = raw
+		if anyBatch {
+			deltas[k] = deltaOf(ev)
+		}
+		if !applied {
+			continue
+		}
+		for c, out := range classes {
+			out.html[k] = t.h.fragment(t.proj, t.id, ev.Seq, c)
+		}
+	}
 	if len(t.subs) == 0 {
 		return
 	}
-	raw, err := session.AppendEvent(nil, ev)
-	if err != nil {
-		t.h.log.Error("encode event", "session", t.id, "seq", ev.Seq, "err", err)
-		return
-	}
-	var plain []byte // the html-less session/event frame
-	var plainBatch *liveEvent
-	var d *delta
-	decoded := false
-	var classes map[viewerClass]*classOut
+	plain := &classOut{html: make([]string, len(evs))} // no html
 	for s := range t.subs {
-		if s.batch && !decoded {
-			d, decoded = deltaOf(ev), true
-		}
-		if !s.render || !applied {
-			if s.batch {
-				if plainBatch == nil {
-					plainBatch = &liveEvent{seq: ev.Seq, raw: raw, delta: d}
-				}
-				s.offerLocked(item{ev: plainBatch, sub: s, seq: ev.Seq})
-				continue
-			}
-			if plain == nil {
-				plain = eventFrameRaw(t.id, raw)
-			}
-			s.offerLocked(item{frame: plain, seq: ev.Seq})
-			continue
-		}
-		if classes == nil {
-			classes = make(map[viewerClass]*classOut, 2)
-		}
-		out := classes[s.class]
-		if out == nil {
-			out = &classOut{}
-			classes[s.class] = out
-		}
-		if !out.done {
-			out.done = true
-			out.html = t.h.fragment(t.proj, t.id, ev.Seq, s.class)
+		out := plain
+		if s.render && classes[s.class] != nil {
+			out = classes[s.class]
 		}
 		if s.batch {
-			if out.ev == nil {
-				out.ev = &liveEvent{seq: ev.Seq, raw: raw, html: out.html, delta: d}
+			if run := out.runOf(evs, raws, deltas); run != nil {
+				s.offerLocked(item{run: run, sub: s, seq: run.evs[len(run.evs)-1].seq, first: run.evs[0].seq})
 			}
-			s.offerLocked(item{ev: out.ev, sub: s, seq: ev.Seq})
 			continue
 		}
-		if out.frame == nil {
-			if plain == nil {
-				plain = eventFrameRaw(t.id, raw)
-			}
-			out.frame = plain
-			if out.html != "" {
-				out.frame = withHTML(plain, out.html)
+		for k, ev := range evs {
+			if f := out.frameOf(t.id, k, raws); f != nil {
+				s.offerLocked(item{frame: f, seq: ev.Seq})
 			}
 		}
-		s.offerLocked(item{frame: out.frame, seq: ev.Seq})
 	}
+}
+
+// runOf is the class's run of the fan-out's events (nil if none could be
+// encoded), built once.
+func (o *classOut) runOf(evs []session.Event, raws [][]byte, deltas []*delta) *liveRun {
+	if o.run == nil && o.evs == nil {
+		o.evs = make([]*liveEvent, 0, len(evs))
+		for k, ev := range evs {
+			if raws[k] != nil {
+				o.evs = append(o.evs, &liveEvent{seq: ev.Seq, raw: raws[k], html: o.html[k], delta: deltas[k]})
+			}
+		}
+		if len(o.evs) > 0 {
+			o.run = newLiveRun(o.evs)
+		}
+	}
+	return o.run
+}
+
+// frameOf is the class's session/event frame of event k (nil if it could
+// not be encoded), built once.
+func (o *classOut) frameOf(sessionID string, k int, raws [][]byte) []byte {
+	if raws[k] == nil {
+		return nil
+	}
+	if o.frames == nil {
+		o.frames = make([][]byte, len(raws))
+	}
+	if o.frames[k] == nil {
+		o.frames[k] = eventFrameRaw(sessionID, raws[k])
+		if o.html[k] != "" {
+			o.frames[k] = withHTML(o.frames[k], o.html[k])
+		}
+	}
+	return o.frames[k]
 }
 
 // apply feeds ev to a projection; false when it failed (the event then
