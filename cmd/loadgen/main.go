@@ -16,6 +16,12 @@
 //	go run ./cmd/loadgen -sessions 1 -viewers 1 -rate 0 -chunks 10000 -turns 20
 //	go run ./cmd/loadgen -target http://127.0.0.1:8080 -token hrn_... -prompt "long: 200"
 //
+// -floor measures what the machine allows at all for the same shape (plain
+// TCP fan-out between two processes, nothing else), to read the figures
+// against:
+//
+//	go run ./cmd/loadgen -floor -sessions 1 -viewers 1000 -rate 50 -duration 20s
+//
 // Replicas on PostgreSQL: -target takes several URLs (comma-separated),
 // or -replicas N -db-dsn DSN spawns N replicas on one database and one
 // data directory. Sessions are created through the first target (which
@@ -58,6 +64,8 @@ type options struct {
 	replicas int    // spawned replicas (PostgreSQL)
 	dbDSN    string // their database
 	cpuProf  string // CPU profile of this process; spawned servers write PATH.server
+	floor    bool   // measure the machine's floor instead (floor.go)
+	floorSrv bool   // internal: the floor's writing side
 }
 
 func main() {
@@ -80,6 +88,8 @@ func main() {
 	flag.BoolVar(&o.batch, "batch", true, "viewers subscribe with batch: session/events pushes, deltas of a lagging viewer merged")
 	flag.BoolVar(&o.serve, "serve", false, "internal: run as the spawned server")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:0", "internal: listen address of the spawned server")
+	flag.BoolVar(&o.floor, "floor", false, "measure this machine's floor for the load's shape: plain TCP, stamped messages, no WebSocket or JSON (see floor.go)")
+	flag.BoolVar(&o.floorSrv, "floor-serve", false, "internal: the floor's writing side")
 	flag.StringVar(&o.cpuProf, "cpuprofile", "", "write this process's CPU profile here (a spawned server writes PATH.server)")
 	flag.Parse()
 	if o.prompt == "" {
@@ -93,9 +103,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
-	if o.serve {
+	switch {
+	case o.serve:
 		err = serve(ctx, o)
-	} else {
+	case o.floorSrv:
+		err = floorServe(o)
+	case o.floor:
+		err = floor(ctx, o)
+	default:
 		err = run(ctx, o)
 	}
 	stopProfile()
