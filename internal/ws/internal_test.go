@@ -47,7 +47,7 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
-// The send queue is bounded in bytes: push refuses a frame past the bound,
+// The send queue is bounded in bytes: offer refuses a frame past the bound,
 // pushWait waits until the queue is below half of it.
 func TestSendQueue(t *testing.T) {
 	t.Parallel()
@@ -55,11 +55,11 @@ func TestSendQueue(t *testing.T) {
 	fr := func(seq int64) item { return item{frame: frame, seq: seq} }
 	q := newSendQueue(4*int64(len(frame)), nil)
 	for i := range 4 {
-		if !q.push(fr(int64(i))) {
-			t.Fatalf("push %d refused", i)
+		if q.offer(fr(int64(i))) != offerQueued {
+			t.Fatalf("offer %d refused", i)
 		}
 	}
-	if q.push(fr(4)) {
+	if q.offer(fr(4)) != offerRefused {
 		t.Fatal("a full queue took a fifth frame")
 	}
 	if got := q.size(); got != 40 {
@@ -88,7 +88,7 @@ func TestSendQueue(t *testing.T) {
 		}
 	}
 	q.close()
-	if q.push(item{}) {
+	if q.offer(item{}) != offerRefused {
 		t.Fatal("a closed queue took an item")
 	}
 	if _, err := q.pop(context.Background()); !errors.Is(err, errQueueClosed) {

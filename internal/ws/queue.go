@@ -37,7 +37,7 @@ var errQueueClosed = errors.New("send queue closed")
 // sendQueue is a connection's FIFO of frames, bounded in bytes (not
 // frames): a subscriber that falls behind a burst of small deltas keeps
 // them queued (and gets them coalesced, when it asked for batches) instead
-// of being cut. Live frames use push, which never waits and fails past the
+// of being cut. Live frames use offer, which never waits and fails past the
 // bound (the connection is then a slow consumer); replay uses pushWait,
 // which waits until the queue is below half the bound, leaving the other
 // half to live frames.
@@ -75,19 +75,6 @@ func newSendQueue(maxBytes int64, direct func(item) (sent, partial bool)) *sendQ
 	}
 }
 
-// push appends it without waiting; false when closed or when it would
-// take the queue past its bound (a frame alone larger than the bound is
-// still accepted into an empty queue).
-func (q *sendQueue) push(it item) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed || q.n > 0 && q.bytes+it.size() > q.max {
-		return false
-	}
-	q.appendLocked(it)
-	return true
-}
-
 // offerResult is what offer did with an item.
 type offerResult int
 
@@ -97,9 +84,12 @@ const (
 	offerRefused                    // closed, or past the bound
 )
 
-// offer is push, except that an item finding the queue empty and the
-// writer idle is first tried on the socket directly. Order holds: a
-// direct write happens only when nothing is queued or being written.
+// offer queues it without waiting; it is refused when the queue is
+// closed or when it would take the queue past its bound (a frame alone
+// larger than the bound is still accepted into an empty queue). An item
+// finding the queue empty and the writer idle is first tried on the
+// socket directly. Order holds: a direct write happens only when nothing
+// is queued or being written.
 func (q *sendQueue) offer(it item) offerResult {
 	q.mu.Lock()
 	defer q.mu.Unlock()
