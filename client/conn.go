@@ -93,6 +93,10 @@ type Subscription struct {
 	// abandoned; c itself is only ever closed by the reader goroutine.
 	gone     chan struct{}
 	goneOnce sync.Once
+	// deliver, when set, takes each push on the reader goroutine instead
+	// of C (Follow's handler: one goroutine wake-up less per push);
+	// false ends the connection.
+	deliver func(Push) bool
 }
 
 func (s *Subscription) abandon() { s.goneOnce.Do(func() { close(s.gone) }) }
@@ -235,9 +239,16 @@ func (cn *Conn) route(p Push) {
 		}
 		return
 	}
-	select {
-	case sub.c <- p:
-	case <-sub.gone:
+	if sub.deliver != nil {
+		if !sub.deliver(p) {
+			sub.abandon()
+			_ = cn.sock.CloseNow() // the reader's next read fails: the connection ends
+		}
+	} else {
+		select {
+		case sub.c <- p:
+		case <-sub.gone:
+		}
 	}
 	if p.Ch == ChClosed {
 		cn.closeSub(sub)
@@ -363,11 +374,20 @@ func (cn *Conn) Subscribe(ctx context.Context, session string, since int64, opts
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	return cn.subscribe(ctx, session, since, o, nil)
+}
+
+// subscribe is Subscribe; with deliver, pushes go to it on the reader
+// goroutine instead of the channel.
+func (cn *Conn) subscribe(ctx context.Context, session string, since int64, o SubscribeOptions, deliver func(Push) bool) (*Subscription, error) {
 	if o.Buffer <= 0 {
 		o.Buffer = SubscriptionBuffer
 	}
+	if deliver != nil {
+		o.Buffer = 1 // unused
+	}
 	c := make(chan Push, o.Buffer)
-	sub := &Subscription{Session: session, C: c, c: c, gone: make(chan struct{})}
+	sub := &Subscription{Session: session, C: c, c: c, gone: make(chan struct{}), deliver: deliver}
 	cn.mu.Lock()
 	if _, dup := cn.subs[session]; dup {
 		cn.mu.Unlock()

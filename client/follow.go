@@ -74,49 +74,68 @@ type handlerError struct{ err error }
 
 func (e *handlerError) Error() string { return e.err.Error() }
 
-// followOnce runs one connection; it returns why it ended.
+// followOnce runs one connection; it returns why it ended. handle runs on
+// the connection's reader goroutine (no hand-over per push), and never
+// after followOnce returned.
 func (c *Client) followOnce(ctx context.Context, session string, last *int64, handle func(Push) error, connected func(), o FollowOptions) error {
 	cn, err := c.Dial(ctx)
 	if err != nil {
 		return err
 	}
-	defer cn.sock.CloseNow()
-	sub, err := cn.Subscribe(ctx, session, *last, SubscribeOptions{RenderHTML: o.RenderHTML, Batch: !o.EveryEvent})
+	// Set by the reader goroutine; read once it ended (cn.done).
+	var stop error
+	defer func() {
+		_ = cn.sock.CloseNow()
+		<-cn.done
+	}()
+	_, err = cn.subscribe(ctx, session, *last, SubscribeOptions{RenderHTML: o.RenderHTML, Batch: !o.EveryEvent}, func(p Push) bool {
+		stop = followPush(p, last, handle)
+		return stop == nil
+	})
 	if err != nil {
+		// The handler may have ended the connection during the replay.
+		_ = cn.sock.CloseNow()
+		<-cn.done
+		if stop != nil {
+			return stop
+		}
 		return err
 	}
 	connected()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case p, ok := <-sub.C:
-			if !ok {
-				if err := cn.Err(); err != nil {
-					return err
-				}
-				return errors.New("subscription closed")
-			}
-			if p.Ch == ChEvents {
-				if err := unbatch(p, last, handle); err != nil {
-					return err
-				}
-				continue
-			}
-			if p.Ch == ChEvent && p.Event != nil {
-				if p.Event.Seq <= *last {
-					continue // already handled before a reconnect
-				}
-				*last = p.Event.Seq
-			}
-			if err := handle(p); err != nil {
-				return &handlerError{err}
-			}
-			if p.Ch == ChClosed {
-				return &Error{Code: "closed", Message: "session closed: " + p.Reason}
-			}
-		}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-cn.done:
 	}
+	if stop != nil {
+		return stop
+	}
+	if err := cn.Err(); err != nil {
+		return err
+	}
+	return errors.New("connection closed")
+}
+
+// followPush hands one push to handle, events past last only; non-nil
+// ends the connection: the handler's error (as *handlerError) or the
+// session's close.
+func followPush(p Push, last *int64, handle func(Push) error) error {
+	if p.Ch == ChEvents {
+		return unbatch(p, last, handle)
+	}
+	if p.Ch == ChEvent && p.Event != nil {
+		if p.Event.Seq <= *last {
+			return nil // already handled before a reconnect
+		}
+		*last = p.Event.Seq
+	}
+	if err := handle(p); err != nil {
+		return &handlerError{err}
+	}
+	if p.Ch == ChClosed {
+		return &Error{Code: "closed", Message: "session closed: " + p.Reason}
+	}
+	return nil
 }
 
 // unbatch hands each event of a session/events push to handle as a
