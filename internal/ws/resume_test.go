@@ -2,6 +2,7 @@ package ws_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"syscall"
@@ -198,4 +199,61 @@ func TestFollowSurvivesSlowConsumerCut(t *testing.T) {
 	}
 	e.waitIdle(id)
 	sameEvents(t, got, e.fullLog(id))
+}
+
+// Follow ends when its session does: the handler sees session/closed, and
+// Follow returns an error saying why (the resubscription is refused
+// not_found). Cancelling ctx ends it too, and the handler is never called
+// after Follow returned (-race checks the plain counter).
+func TestFollowEndsWithItsSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	id := e.session(client.NewSession{Provider: "demo"})
+	closed := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- e.alice.Follow(t.Context(), id, -1, func(p client.Push) error {
+			switch p.Ch {
+			case client.ChReplayDone:
+				if err := e.alice.DeleteSession(t.Context(), id); err != nil {
+					t.Errorf("delete: %v", err)
+				}
+			case client.ChClosed:
+				close(closed)
+			}
+			return nil
+		}, client.FollowOptions{MinBackoff: time.Millisecond})
+	}()
+	select {
+	case err := <-errc:
+		if client.CodeOf(err) != "not_found" {
+			t.Fatalf("Follow of a deleted session returned %v, want not_found", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Follow did not return after its session was deleted")
+	}
+	select {
+	case <-closed:
+	default:
+		t.Fatal("the handler never saw session/closed")
+	}
+
+	live := e.session(client.NewSession{Provider: "demo"})
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := 0
+	go func() {
+		errc <- e.alice.Follow(ctx, live, -1, func(p client.Push) error {
+			calls++
+			if p.Ch == client.ChReplayDone {
+				cancel()
+			}
+			return nil
+		})
+	}()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Follow after cancel returned %v", err)
+	}
+	if calls == 0 {
+		t.Fatal("the handler was never called")
+	}
 }
