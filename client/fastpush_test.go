@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -96,4 +97,33 @@ func BenchmarkPushDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Frames that are not JSON are declined (the general decode reports
+// them), whatever part of the frame breaks the grammar.
+func TestDecodeEventPushDeclinesInvalidJSON(t *testing.T) {
+	t.Parallel()
+	const ok = `{"ch":"session/event","session":"s","event":{"seq":1,"time":2,"type":"x","data":%s}}`
+	for _, data := range []string{
+		`{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`,
+		`"tab` + "\t" + `"`, `"\x"`, `"\u12G4"`, `tru`, `nul`, `[[[`, `{"a":[}]}`, `1 2`,
+	} {
+		frame := []byte(fmt.Sprintf(ok, data))
+		var p Push
+		if decodeEventPush(frame, &p) {
+			t.Errorf("took %s", frame)
+		}
+	}
+	for _, frame := range []string{
+		fmt.Sprintf(ok, `1`) + `x`, fmt.Sprintf(ok, `1`) + `}`, fmt.Sprintf(ok, `1`)[:40],
+	} {
+		var p Push
+		if decodeEventPush([]byte(frame), &p) {
+			t.Errorf("took %s", frame)
+		}
+	}
+	var p Push
+	if !decodeEventPush([]byte(fmt.Sprintf(ok, `{"a":[1,-0.5e+3,"\u00e9\n",true,null,{}],"b":{"c":{"d":[]}},"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9}`)), &p) {
+		t.Error("declined valid nested data with many keys")
+	}
 }
