@@ -336,10 +336,10 @@ func (t *topic) deliverLocked() {
 
 // classOut is one fan-out prepared for one viewer class.
 type classOut struct {
-	html   []string     // per event: the class's fragment ("" without)
-	frames [][]byte     // per event: session/event frames (plain subscribers), built on demand
-	run    *liveRun     // batch subscribers, built on demand
-	evs    []*liveEvent // the run's events
+	html     []string // per event: the class's fragment ("" without)
+	frames   [][]byte // per event: session/event frames (plain subscribers), built on demand
+	run      *liveRun // batch subscribers, built on demand (runBuilt)
+	runBuilt bool
 }
 
 // fanEvents applies the events to the projection, encodes each once,
@@ -380,6 +380,14 @@ func (t *topic) fanEvents(evs []session.Event) {
 	if anyBatch {
 		deltas = make([]*delta, len(evs))
 	}
+	if len(t.subs) == 0 { // the projection still follows the log
+		for _, ev := range evs {
+			if t.proj != nil {
+				t.h.apply(t.proj, t.id, ev)
+			}
+		}
+		return
+	}
 	for k, ev := range evs {
 		applied := t.proj != nil && t.h.apply(t.proj, t.id, ev)
 		raw, err := session.AppendEvent(nil, ev)
@@ -397,9 +405,6 @@ func (t *topic) fanEvents(evs []session.Event) {
 		for c, out := range classes {
 			out.html[k] = t.h.fragment(t.proj, t.id, ev.Seq, c)
 		}
-	}
-	if len(t.subs) == 0 {
-		return
 	}
 	plain := &classOut{html: make([]string, len(evs))} // no html
 	for s := range t.subs {
@@ -424,15 +429,16 @@ func (t *topic) fanEvents(evs []session.Event) {
 // runOf is the class's run of the fan-out's events (nil if none could be
 // encoded), built once.
 func (o *classOut) runOf(evs []session.Event, raws [][]byte, deltas []*delta) *liveRun {
-	if o.run == nil && o.evs == nil {
-		o.evs = make([]*liveEvent, 0, len(evs))
+	if !o.runBuilt {
+		o.runBuilt = true
+		run := make([]*liveEvent, 0, len(evs))
 		for k, ev := range evs {
 			if raws[k] != nil {
-				o.evs = append(o.evs, &liveEvent{seq: ev.Seq, raw: raws[k], html: o.html[k], delta: deltas[k]})
+				run = append(run, &liveEvent{seq: ev.Seq, raw: raws[k], html: o.html[k], delta: deltas[k]})
 			}
 		}
-		if len(o.evs) > 0 {
-			o.run = newLiveRun(o.evs)
+		if len(run) > 0 {
+			o.run = newLiveRun(run)
 		}
 	}
 	return o.run
