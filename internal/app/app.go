@@ -147,6 +147,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		WSConnections:   func() int { return a.Hub.Stats().Conns },
 		WSCuts:          func() uint64 { return a.Hub.Stats().SlowClosed },
 		WSFrames:        func() uint64 { return a.Hub.Stats().FramesOut },
+		WSWrites:        func() uint64 { return a.Hub.Stats().WritesOut },
 		WriterPending:   func() int { return a.Writer.Stats().Pending },
 	})
 	a.Writer = models.NewWriter(log, db, models.WriterOptions{

@@ -38,6 +38,7 @@ type Sources struct {
 	WSConnections   func() int
 	WSCuts          func() uint64 // subscribers cut for falling behind, total
 	WSFrames        func() uint64 // WebSocket frames written, total
+	WSWrites        func() uint64 // socket writes of those frames, total
 	WriterPending   func() int
 }
 
@@ -89,6 +90,11 @@ func New(src Sources) *Metrics {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "harness_ws_frames_written_total", Help: "WebSocket data frames written to clients.",
 		}, func() float64 { return float64(src.WSFrames()) }))
+	}
+	if src.WSWrites != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "harness_ws_writes_total", Help: "Socket writes of WebSocket data frames (frames queued together share one).",
+		}, func() float64 { return float64(src.WSWrites()) }))
 	}
 	return m
 }

@@ -50,7 +50,7 @@ func (h *Hub) newConn(sock *websocket.Conn, w *wire, a *auth.Actor) *conn {
 		ctx: ctx, cancel: cancel, subs: map[string]*subscription{},
 		limit: newBucket(h.opts.CommandRate, h.opts.CommandBurst),
 	}
-	var direct func(item) (bool, bool)
+	var direct func([]item) (int, bool)
 	if w != nil {
 		direct = c.tryDirect
 	}
@@ -58,10 +58,19 @@ func (h *Hub) newConn(sock *websocket.Conn, w *wire, a *auth.Actor) *conn {
 	return c
 }
 
-// tryDirect writes it on the socket if the socket takes it now (see
+// tryDirect writes items on the socket as far as it takes them now (see
 // sendQueue.direct).
-func (c *conn) tryDirect(it item) (sent, partial bool) {
-	return c.wire.tryFrame(payload(it))
+func (c *conn) tryDirect(items []item) (sent int, partial bool) {
+	var payloads [maxDirect][]byte
+	n := min(len(items), maxDirect)
+	for i, it := range items[:n] {
+		payloads[i] = payload(it)
+	}
+	sent, partial = c.wire.tryFrames(payloads[:n])
+	if sent > 0 || partial {
+		c.h.writesOut.Add(1)
+	}
+	return sent, partial
 }
 
 // run serves the connection until it ends: the writer and the keepalive run
@@ -130,6 +139,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		c.h.framesOut.Add(1)
+		c.h.writesOut.Add(1)
 	}
 }
 
@@ -271,12 +281,13 @@ func (c *conn) send(frame []byte) {
 	c.offer(item{frame: frame, seq: -1})
 }
 
-func (c *conn) offer(it item) {
-	switch c.out.offer(it) {
-	case offerRefused:
+func (c *conn) offer(items ...item) {
+	written, refused := c.out.offer(items...)
+	if written > 0 {
+		c.h.framesOut.Add(uint64(written))
+	}
+	if refused {
 		c.slow()
-	case offerWritten:
-		c.h.framesOut.Add(1)
 	}
 }
 

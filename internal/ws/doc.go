@@ -9,11 +9,12 @@
 // and a keepalive that pings every 20 s and re-authorizes the connection's
 // subscriptions. coder/websocket does the handshake, the reads and the
 // control frames; the data frames are written by this package (wire.go):
-// a frame offered to a connection whose queue is empty and whose writer is
-// idle is written straight from the offering goroutine with one
-// non-blocking write, and only what the socket does not take waits in the
-// queue for the writer. So a viewer that keeps up costs one system call
-// per frame, not a writer wake-up, a library lock and a flush.
+// frames offered to a connection whose queue is empty and whose writer is
+// idle are written straight from the offering goroutine with one
+// non-blocking writev, allocating nothing, and only what the socket does
+// not take waits in the queue for the writer. So a viewer that keeps up
+// costs one system call per frame at most, not a writer wake-up, a
+// library lock and a flush.
 //
 // Subscriptions share one "topic" per session and hub: the topic pins the
 // agent (so it is not unloaded while watched), subscribes once to its log
@@ -26,10 +27,13 @@
 // builds each class's frame once, and offers the ready bytes to every
 // subscriber, a large fan-out split over one goroutine per core. N viewers
 // of a session cost one decode and one render per class and event, not N.
-// When the projector falls behind (a busy machine), the events waiting for
-// it go out as one fan-out: one frame of them all to each batch
-// subscriber, deltas merged, so falling behind makes the next fan-outs
-// cheaper instead of the lag longer.
+// Everything the projector takes at once is one pass: each subscriber's
+// frames of the pass go out together, in one write while its socket keeps
+// up (a new turn's status and inbox frames and first events, say). When
+// the projector falls behind (a busy machine), the events waiting for it
+// go out as one fan-out: one frame of them all to each batch subscriber,
+// deltas merged, so falling behind makes the next fan-outs cheaper
+// instead of the lag longer.
 //
 // A new subscriber replays seq in (since, from) from the in-memory log,
 // page by page, where from is the first seq the projector had not yet

@@ -5,10 +5,10 @@ import (
 	"sync"
 )
 
-// delivery is one item for one connection.
+// delivery is what one fan-out pass has for one connection, in order.
 type delivery struct {
-	c  *conn
-	it item
+	c     *conn
+	items []item
 }
 
 // fanShard is the fewest deliveries worth handing to another goroutine.
@@ -23,10 +23,10 @@ type fanJob struct {
 // deliver offers each delivery to its connection. Most of them are
 // written on their sockets right here (sendQueue.offer), so a large
 // fan-out is split over the fan workers, one share per core: one event
-// to 1,000 viewers is 1,000 write system calls. A connection's
-// deliveries are contiguous in ds (one subscription per topic) and stay
-// in one share; deliver returns when every share is done, so a topic's
-// events keep their order.
+// to 1,000 viewers is 1,000 write system calls. Each connection has one
+// delivery (one subscription per topic), so its items are offered in
+// order by one goroutine; deliver returns when every share is done, so a
+// topic's events keep their order.
 func (h *Hub) deliver(ds []delivery) {
 	shares := min(runtime.GOMAXPROCS(0), len(ds)/fanShard)
 	if shares < 2 {
@@ -35,11 +35,8 @@ func (h *Hub) deliver(ds []delivery) {
 	}
 	per := (len(ds) + shares - 1) / shares
 	var wg sync.WaitGroup
-	first := shareEnd(ds, per)
-	for k := first; k < len(ds); {
-		end := shareEnd(ds, k+per)
-		job := fanJob{part: ds[k:end], wg: &wg}
-		k = end
+	for k := per; k < len(ds); k += per {
+		job := fanJob{part: ds[k:min(k+per, len(ds))], wg: &wg}
 		wg.Add(1)
 		select {
 		case h.fanJobs <- job:
@@ -48,24 +45,13 @@ func (h *Hub) deliver(ds []delivery) {
 			wg.Done()
 		}
 	}
-	offerAll(ds[:first])
+	offerAll(ds[:per])
 	wg.Wait()
-}
-
-// shareEnd is where a share ending near end may end: never between two
-// deliveries to one connection (a plain subscriber gets one per event),
-// which must be offered in order by one goroutine.
-func shareEnd(ds []delivery, end int) int {
-	end = min(end, len(ds))
-	for end < len(ds) && ds[end].c == ds[end-1].c {
-		end++
-	}
-	return end
 }
 
 func offerAll(ds []delivery) {
 	for _, d := range ds {
-		d.c.offer(d.it)
+		d.c.offer(d.items...)
 	}
 }
 

@@ -1,6 +1,7 @@
 package ws
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -134,5 +135,57 @@ func TestProjectorBehindFansOutOnce(t *testing.T) {
 	}
 	if len(bf) >= len(pf)/4 || merged == 0 {
 		t.Fatalf("batch subscriber: %d frames (%d merged events) for %d events; the waiting events were not fanned out together", len(bf), merged, len(ps))
+	}
+}
+
+// What a projector pass has for a subscriber goes out together: live
+// frames (status, inbox) queued behind each other reach a viewer that
+// keeps up in one socket write, in order.
+func TestPassWritesASubscribersFramesTogether(t *testing.T) {
+	t.Parallel()
+	if !canTryWrite {
+		t.Skip("no non-blocking writes on this platform: every frame goes through the writer")
+	}
+	s := newStack(t, Options{})
+	server, client := tcpPair(t)
+	c := s.hub.newConn(nil, newWire(server), s.owner)
+	go c.writeLoop()
+	defer c.shutdown()
+	r := bufio.NewReader(client)
+	readText := func() []byte {
+		t.Helper()
+		op, p, err := readFrame(r)
+		if err != nil || op != 1 {
+			t.Fatalf("read frame: opcode %d, %v", op, err)
+		}
+		return p
+	}
+	c.handle(fmt.Appendf(nil, `{"id":"b","op":"subscribe","session":%q,"batch":true}`, s.session))
+	for !bytes.Contains(readText(), []byte(`"ch":"replay/done"`)) {
+	}
+	s.hub.mu.Lock()
+	tp := s.hub.topics[s.session]
+	s.hub.mu.Unlock()
+
+	const n = 5
+	tp.mu.Lock() // hold the projector: the frames wait in its mailbox
+	for i := range n {
+		tp.offerLive(fmt.Appendf(nil, `{"ch":"agent/status","session":%q,"status":"s%d"}`, s.session, i))
+	}
+	poll.Eventually(t, "the writer idle", func() bool {
+		c.out.mu.Lock()
+		defer c.out.mu.Unlock()
+		return !c.out.busy && c.out.n == 0
+	})
+	before := s.hub.Stats()
+	tp.mu.Unlock()
+	for i := range n {
+		if got, want := readText(), fmt.Sprintf(`"status":"s%d"`, i); !bytes.Contains(got, []byte(want)) {
+			t.Fatalf("frame %d: %s, want %s", i, got, want)
+		}
+	}
+	after := s.hub.Stats()
+	if frames, writes := after.FramesOut-before.FramesOut, after.WritesOut-before.WritesOut; frames != n || writes != 1 {
+		t.Fatalf("%d frames in %d writes, want %d in 1", frames, writes, n)
 	}
 }

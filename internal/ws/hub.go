@@ -209,6 +209,7 @@ type Hub struct {
 
 	slowClosed atomic.Uint64
 	framesOut  atomic.Uint64
+	writesOut  atomic.Uint64 // socket writes of data frames (several frames may share one)
 	// fanJobs hands shares of large fan-outs to the fan workers.
 	fanJobs chan fanJob
 }
@@ -395,13 +396,14 @@ type Stats struct {
 	Subscriptions int    `json:"subscriptions"`
 	SlowClosed    uint64 `json:"slowClosed"` // connections cut as slow consumers
 	FramesOut     uint64 `json:"framesOut"`  // frames written
+	WritesOut     uint64 `json:"writesOut"`  // socket writes they took
 }
 
 // Stats returns the hub's figures.
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := Stats{Conns: len(h.conns), Topics: len(h.topics), SlowClosed: h.slowClosed.Load(), FramesOut: h.framesOut.Load()}
+	s := Stats{Conns: len(h.conns), Topics: len(h.topics), SlowClosed: h.slowClosed.Load(), FramesOut: h.framesOut.Load(), WritesOut: h.writesOut.Load()}
 	for c := range h.conns {
 		s.Subscriptions += c.subCount()
 	}

@@ -55,11 +55,11 @@ func TestSendQueue(t *testing.T) {
 	fr := func(seq int64) item { return item{frame: frame, seq: seq} }
 	q := newSendQueue(4*int64(len(frame)), nil)
 	for i := range 4 {
-		if q.offer(fr(int64(i))) != offerQueued {
+		if written, refused := q.offer(fr(int64(i))); written != 0 || refused {
 			t.Fatalf("offer %d refused", i)
 		}
 	}
-	if q.offer(fr(4)) != offerRefused {
+	if _, refused := q.offer(fr(4)); !refused {
 		t.Fatal("a full queue took a fifth frame")
 	}
 	if got := q.size(); got != 40 {
@@ -88,7 +88,7 @@ func TestSendQueue(t *testing.T) {
 		}
 	}
 	q.close()
-	if q.offer(item{}) != offerRefused {
+	if _, refused := q.offer(item{}); !refused {
 		t.Fatal("a closed queue took an item")
 	}
 	if _, err := q.pop(context.Background()); !errors.Is(err, errQueueClosed) {

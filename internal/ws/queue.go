@@ -56,16 +56,17 @@ type sendQueue struct {
 	waiting int
 	// busy: the writer holds items it popped and has not written yet.
 	busy bool
-	// direct, when set, writes an item on the socket if it takes it
-	// without waiting (wire.tryFrame): an item that finds the queue
-	// empty and the writer idle goes out from the offering goroutine,
-	// which saves waking the writer for every frame of a viewer that
-	// keeps up. partial: only part went out, the rest waits on the wire
-	// and a flush item behind it sends it.
-	direct func(item) (sent, partial bool)
+	// direct, when set, writes items on the socket if it takes them
+	// without waiting (wire.tryFrames): items that find the queue empty
+	// and the writer idle go out from the offering goroutine, all in one
+	// system call, which saves waking the writer for every frame of a
+	// viewer that keeps up. It reports how many went out whole; partial:
+	// the next one went out in part, the rest waits on the wire and a
+	// flush item behind it sends it.
+	direct func([]item) (sent int, partial bool)
 }
 
-func newSendQueue(maxBytes int64, direct func(item) (sent, partial bool)) *sendQueue {
+func newSendQueue(maxBytes int64, direct func([]item) (sent int, partial bool)) *sendQueue {
 	return &sendQueue{
 		direct: direct,
 		buf:    make([]item, 16),
@@ -75,38 +76,51 @@ func newSendQueue(maxBytes int64, direct func(item) (sent, partial bool)) *sendQ
 	}
 }
 
-// offerResult is what offer did with an item.
-type offerResult int
+// maxDirect is the most frames one direct write sends.
+const maxDirect = 32
 
-const (
-	offerQueued  offerResult = iota // queued for the writer
-	offerWritten                    // written on the socket (or its rest owned by the wire)
-	offerRefused                    // closed, or past the bound
-)
-
-// offer queues it without waiting; it is refused when the queue is
-// closed or when it would take the queue past its bound (a frame alone
-// larger than the bound is still accepted into an empty queue). An item
-// finding the queue empty and the writer idle is first tried on the
-// socket directly. Order holds: a direct write happens only when nothing
-// is queued or being written.
-func (q *sendQueue) offer(it item) offerResult {
+// offer queues items, in order, without waiting. Items finding the queue
+// empty and the writer idle are first tried on the socket directly; order
+// holds, as a direct write happens only when nothing is queued or being
+// written. written is how many went out that way (or are owned by the
+// wire: see direct). refused: the queue is closed, or an item would have
+// taken it past its bound (a frame alone larger than the bound is still
+// accepted into an empty queue); that item and the ones after it are
+// dropped, and the connection is a slow consumer.
+func (q *sendQueue) offer(items ...item) (written int, refused bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || q.n > 0 && q.bytes+it.size() > q.max {
-		return offerRefused
+	if q.closed {
+		return 0, true
 	}
-	if q.n == 0 && !q.busy && q.direct != nil && it.end == nil {
-		switch sent, partial := q.direct(it); {
-		case partial:
-			q.appendLocked(item{flush: true, seq: -1})
-			return offerWritten
-		case sent:
-			return offerWritten
+	if q.n == 0 && !q.busy && q.direct != nil {
+		for len(items) > 0 {
+			k := 0
+			for k < len(items) && k < maxDirect && items[k].end == nil {
+				k++
+			}
+			if k == 0 {
+				break
+			}
+			sent, partial := q.direct(items[:k])
+			written, items = written+sent, items[sent:]
+			if partial {
+				written, items = written+1, items[1:]
+				q.appendLocked(item{flush: true, seq: -1})
+				break
+			}
+			if sent < k { // the socket is full: the rest waits for the writer
+				break
+			}
 		}
 	}
-	q.appendLocked(it)
-	return offerQueued
+	for _, it := range items {
+		if q.n > 0 && q.bytes+it.size() > q.max {
+			return written, true
+		}
+		q.appendLocked(it)
+	}
+	return written, false
 }
 
 // pushWait appends it once the queue is below half its bound.

@@ -30,13 +30,16 @@ type subscription struct {
 	held      []item // live frames that arrived during the replay
 	heldBytes int64
 	sent      int64 // last event seq queued for the client
+	// pass is what the projector's pass in progress has for this
+	// subscriber (topic.deliverLocked sends it; projector only).
+	pass []item
 
 	endOnce sync.Once
 }
 
 // offerLocked queues a live frame (t.mu held, projector only): held
 // during the replay, dropped when the replay or the client already covers
-// its seq, else added to the topic's deliveries (topic.deliverLocked).
+// its seq, else added to what the pass delivers (topic.deliverLocked).
 func (s *subscription) offerLocked(it item) {
 	if it.seq >= 0 && it.seq < s.next {
 		return
@@ -56,7 +59,11 @@ func (s *subscription) offerLocked(it item) {
 	if it.seq > s.sent {
 		s.sent = it.seq
 	}
-	s.t.out = append(s.t.out, delivery{c: s.c, it: it})
+	if len(s.pass) == 0 {
+		s.t.pass = append(s.t.pass, s)
+	}
+	s.pass = append(s.pass, it)
+	s.t.passMost = max(s.t.passMost, len(s.pass))
 }
 
 // subscribe registers the subscription, answers, then replays in the

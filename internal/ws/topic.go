@@ -44,9 +44,12 @@ type topic struct {
 	html int
 	// proj is the topic's projection (projector goroutine only, under mu).
 	proj Projector
-	// out is what the fan-out in progress delivers (projector only,
-	// under mu).
-	out []delivery
+	// pass is the subscribers the projector's pass in progress has items
+	// for (their subscription.pass), passMost the most items one has, and
+	// out the deliveries made of them (projector only, under mu).
+	pass     []*subscription
+	passMost int
+	out      []delivery
 	// gated: the topic follows a local agent and delivers only what the
 	// writer stored (Hub.Stored), so no subscriber ever sees an event a
 	// crash could lose and another replica's repair replace. Set by open.
@@ -229,18 +232,20 @@ func (h *Hub) Stored(id string, head int64) {
 	}
 }
 
-// fanStored fans out the log's events up to the stored head.
-func (t *topic) fanStored(head int64) {
-	t.mu.Lock()
-	gated, from := t.gated, t.delivered+1
-	t.mu.Unlock()
-	if !gated || head < from {
-		return
+// fanStoredLocked fans out the log's events up to the stored head (t.mu
+// held).
+func (t *topic) fanStoredLocked(head int64) {
+	if from := t.delivered + 1; t.gated && head >= from {
+		t.fanLogLocked(t.src.Log().Events(from, head+1))
 	}
-	evs := t.src.Log().Events(from, head+1)
+}
+
+// fanLogLocked fans out events in runs of at most fanRunMax (t.mu held).
+func (t *topic) fanLogLocked(evs []session.Event) {
 	for len(evs) > 0 {
 		n := min(len(evs), fanRunMax)
-		t.fanEvents(evs[:n])
+		t.fanEventsLocked(evs[:n])
+		t.deliverFullLocked()
 		evs = evs[n:]
 	}
 }
@@ -281,7 +286,11 @@ func (t *topic) offerLive(frame []byte) {
 }
 
 // project is the topic's goroutine: it takes what onEvent and offerLive
-// queued and fans it out in order.
+// queued and fans it out in order. Everything one take holds is one
+// pass: each subscriber's frames of the pass go out together, with one
+// write system call while its socket keeps up. A new turn brings half a
+// dozen live frames (status, inbox) and events at once; one fan-out each
+// was that many writes per viewer, and the chunks behind them waited.
 func (t *topic) project() {
 	var batch []pendingEntry
 	var evs []session.Event
@@ -290,25 +299,29 @@ func (t *topic) project() {
 		if batch, ok = t.pending.take(batch, nil); !ok {
 			return
 		}
+		t.mu.Lock()
 		for i := 0; i < len(batch); {
 			switch e := batch[i]; {
 			case e.live != nil:
-				t.fanLive(e.live)
+				t.fanLiveLocked(e.live)
 				i++
 			case e.stored != nil:
-				t.fanStored(*e.stored)
+				t.fanStoredLocked(*e.stored)
 				i++
-			default: // the events queued behind each other: one fan-out
+			default: // the events queued behind each other
 				j := i
-				for j < len(batch) && j-i < fanRunMax && batch[j].live == nil && batch[j].stored == nil {
+				for j < len(batch) && batch[j].live == nil && batch[j].stored == nil {
 					evs = append(evs, batch[j].ev)
 					j++
 				}
-				t.fanEvents(evs)
+				t.fanLogLocked(evs)
 				clear(evs)
 				evs, i = evs[:0], j
 			}
+			t.deliverFullLocked()
 		}
+		t.deliverLocked()
+		t.mu.Unlock()
 		clear(batch)
 	}
 }
@@ -316,22 +329,42 @@ func (t *topic) project() {
 // fanRunMax bounds the events of one fan-out.
 const fanRunMax = 256
 
-// fanLive offers a live frame to every subscriber.
-func (t *topic) fanLive(frame []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// fanLiveLocked offers a live frame to every subscriber (t.mu held).
+func (t *topic) fanLiveLocked(frame []byte) {
 	for s := range t.subs {
 		s.offerLocked(item{frame: frame, seq: -1})
 	}
-	t.deliverLocked()
 }
 
-// deliverLocked offers what the fan-out collected to the connections
-// (t.mu held), and forgets it.
+// passItems is how many items a subscriber may gather in one pass before
+// the pass delivers what it has.
+const passItems = maxDirect
+
+// deliverFullLocked delivers the pass so far once a subscriber has
+// passItems items (t.mu held).
+func (t *topic) deliverFullLocked() {
+	if t.passMost >= passItems {
+		t.deliverLocked()
+	}
+}
+
+// deliverLocked offers what the pass collected to the connections (t.mu
+// held), and forgets it.
 func (t *topic) deliverLocked() {
+	for _, s := range t.pass {
+		t.out = append(t.out, delivery{c: s.c, items: s.pass})
+	}
 	t.h.deliver(t.out)
+	for _, s := range t.pass {
+		clear(s.pass)
+		s.pass = s.pass[:0]
+		if cap(s.pass) > 2*passItems { // a burst's; not for the subscription's life
+			s.pass = nil
+		}
+	}
+	clear(t.pass)
 	clear(t.out)
-	t.out = t.out[:0]
+	t.pass, t.out, t.passMost = t.pass[:0], t.out[:0], 0
 }
 
 // classOut is one fan-out prepared for one viewer class.
@@ -342,16 +375,13 @@ type classOut struct {
 	runBuilt bool
 }
 
-// fanEvents applies the events to the projection, encodes each once,
-// renders each once per viewer class present and offers ready bytes to
-// each subscriber: one item of all of them to a batch subscriber, one
+// fanEventsLocked applies the events to the projection, encodes each
+// once, renders each once per viewer class present and offers ready bytes
+// to each subscriber: one item of all of them to a batch subscriber, one
 // frame per event to the others. It runs under t.mu, so a subscriber
 // joins either before the events (and gets them from here) or after (and
 // replays them from the log).
-func (t *topic) fanEvents(evs []session.Event) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	defer t.deliverLocked()
+func (t *topic) fanEventsLocked(evs []session.Event) {
 	for _, ev := range evs {
 		t.delivered = max(t.delivered, ev.Seq)
 	}

@@ -14,7 +14,7 @@ import (
 // through wire.Write; the data frames are ours: a server frame is not
 // masked, so one payload's frame is the same bytes for every viewer, and
 // a viewer that keeps up gets it written straight from the fan-out
-// (tryFrame) without waking its writer goroutine or taking the library's
+// (tryFrames) without waking its writer goroutine or taking the library's
 // per-message locks. At 1,000 viewers of one streaming session that is
 // 50,000 frames a second, so what a frame costs besides its write
 // system call matters.
@@ -24,10 +24,11 @@ import (
 // in rest; whoever takes mu next sends it before anything else.
 type wire struct {
 	conn net.Conn
-	raw  syscall.RawConn // nil: no file descriptor, tryFrame never writes
+	raw  syscall.RawConn // nil: no file descriptor, tryFrames never writes
 
-	mu   sync.Mutex
-	rest []byte
+	mu     sync.Mutex
+	rest   []byte
+	direct directWriter // tryFrames' system call (mu held)
 }
 
 func newWire(c net.Conn) *wire {
@@ -35,6 +36,7 @@ func newWire(c net.Conn) *wire {
 	if sc, ok := c.(syscall.Conn); ok && canTryWrite {
 		if raw, err := sc.SyscallConn(); err == nil {
 			w.raw = raw
+			w.direct.init(raw)
 		}
 	}
 	return w
@@ -88,39 +90,48 @@ func (w *wire) flush() error {
 	return w.flushRestLocked()
 }
 
-// tryFrame writes payload as one text frame if the socket takes it now,
-// without waiting. It reports whether the frame is written or owned by
-// the wire (partial: the rest waits in w.rest and the caller must have
-// flush called); false means nothing was written, the caller queues the
-// frame as usual.
-func (w *wire) tryFrame(payload []byte) (sent, partial bool) {
-	if w.raw == nil || !w.mu.TryLock() {
-		return false, false
+// tryFrames writes payloads as text frames, as far as the socket takes
+// them now, without waiting: one writev for at most maxDirect frames.
+// sent is how many went out whole; partial: the next one went out in
+// part, its rest waits in w.rest (owned by the wire) and the caller must
+// have flush called. What was not written at all is the caller's to
+// queue as usual.
+func (w *wire) tryFrames(payloads [][]byte) (sent int, partial bool) {
+	if w.raw == nil || len(payloads) == 0 || !w.mu.TryLock() {
+		return 0, false
 	}
 	defer w.mu.Unlock()
 	if len(w.rest) > 0 {
-		return false, false
+		return 0, false
 	}
-	var hb [maxHeader]byte
-	hdr := frameHeader(hb[:0], len(payload))
-	n, err := tryWritev(w.raw, hdr, payload)
-	total := len(hdr) + len(payload)
-
-	switch {
-	case n >= total:
-		return true, false
-	case n <= 0 || err != nil: // EAGAIN, or an error the writer will meet
-		return false, false
+	payloads = payloads[:min(len(payloads), maxDirect)]
+	n, err := w.direct.writev(payloads)
+	if n <= 0 || err != nil { // EAGAIN, or an error the writer will meet
+		return 0, false
 	}
-	rest := make([]byte, 0, total-n)
-	if n < len(hdr) {
-		rest = append(rest, hdr[n:]...)
-		rest = append(rest, payload...)
-	} else {
-		rest = append(rest, payload[n-len(hdr):]...)
+	for _, p := range payloads {
+		var hb [maxHeader]byte
+		hdr := frameHeader(hb[:0], len(p))
+		total := len(hdr) + len(p)
+		switch {
+		case n >= total:
+			n -= total
+			sent++
+			continue
+		case n == 0:
+			return sent, false
+		}
+		rest := make([]byte, 0, total-n)
+		if n < len(hdr) {
+			rest = append(rest, hdr[n:]...)
+			rest = append(rest, p...)
+		} else {
+			rest = append(rest, p[n-len(hdr):]...)
+		}
+		w.rest = rest
+		return sent, true
 	}
-	w.rest = rest
-	return true, true
+	return sent, false
 }
 
 // maxHeader is the longest server frame header: no mask, 64-bit length.

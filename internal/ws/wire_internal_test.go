@@ -90,21 +90,28 @@ func TestWireKeepsFramesWholeAcrossPartialWrites(t *testing.T) {
 	w := newWire(server)
 	wc := wireConn{Conn: server, w: w}
 
-	var sent [][]byte
+	// Three frames per write, so the socket fills inside a write too.
+	var written [][]byte
 	partial := false
 	for i := 0; !partial; i++ {
-		payload := bytes.Repeat([]byte{byte('a' + i%26)}, 3000+i)
-		ok, part := w.tryFrame(payload)
-		if !ok {
-			t.Fatalf("frame %d: nothing written though the last frame went out whole", i)
+		var payloads [][]byte
+		for k := range 3 {
+			payloads = append(payloads, bytes.Repeat([]byte{byte('a' + (3*i+k)%26)}, 3000+i+k*700))
 		}
-		sent = append(sent, payload)
+		sent, part := w.tryFrames(payloads)
+		if sent == 0 && !part {
+			t.Fatalf("write %d: nothing written though the last frames went out whole", i)
+		}
+		if part {
+			sent++
+		}
+		written = append(written, payloads[:sent]...)
 		partial = part
 		if i > 10000 {
 			t.Fatal("the socket never filled")
 		}
 	}
-	if ok, _ := w.tryFrame([]byte("next")); ok {
+	if sent, part := w.tryFrames([][]byte{[]byte("next")}); sent > 0 || part {
 		t.Fatal("a direct write went out while the rest of a frame waited")
 	}
 	// The library's pong, written while the rest waits.
@@ -115,7 +122,7 @@ func TestWireKeepsFramesWholeAcrossPartialWrites(t *testing.T) {
 		done <- err
 	}()
 	r := bufio.NewReader(client)
-	for i, want := range sent {
+	for i, want := range written {
 		op, got, err := readFrame(r)
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
@@ -131,10 +138,50 @@ func TestWireKeepsFramesWholeAcrossPartialWrites(t *testing.T) {
 		t.Fatalf("after the frames: opcode %d %q %v, want the pong", op, got, err)
 	}
 	// The wire is clear again: a frame goes out directly.
-	if ok, part := w.tryFrame([]byte("after")); !ok || part {
-		t.Fatalf("direct write after the rest went out: sent %v partial %v", ok, part)
+	if sent, part := w.tryFrames([][]byte{[]byte("after")}); sent != 1 || part {
+		t.Fatalf("direct write after the rest went out: sent %d partial %v", sent, part)
 	}
 	if _, got, err := readFrame(r); err != nil || string(got) != "after" {
 		t.Fatalf("last frame %q %v", got, err)
+	}
+}
+
+// BenchmarkTryFrame is one live frame written straight from the fan-out
+// to a loopback socket whose peer drains it: the per-frame cost of a
+// viewer that keeps up, system call included (allocs/op should be 0).
+//
+//	go test -run '^$' -bench TryFrame -benchmem ./internal/ws
+func BenchmarkTryFrame(b *testing.B) {
+	if !canTryWrite {
+		b.Skip("no non-blocking writes on this platform")
+	}
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.DialTCP("tcp", nil, ln.Addr().(*net.TCPAddr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.AcceptTCP()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer server.Close()
+	go func() { _, _ = io.Copy(io.Discard, client) }()
+	w := newWire(server)
+	payload := bytes.Repeat([]byte("x"), 240) // a text delta's frame
+	payloads := [1][]byte{payload}
+	b.ReportAllocs()
+	for b.Loop() {
+		if sent, partial := w.tryFrames(payloads[:]); partial {
+			b.Fatal("partial write to a drained socket")
+		} else if sent == 0 {
+			if err := w.writeFrame(payload); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
