@@ -1,10 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -69,6 +71,8 @@ type Conn struct {
 
 	pushes chan Push
 	done   chan struct{}
+
+	names interner // reader goroutine only
 }
 
 // call is a request waiting for its answer; after runs on the reader
@@ -177,15 +181,16 @@ func (cn *Conn) Close() error {
 func (cn *Conn) readLoop() {
 	var err error
 	defer func() { cn.finish(err) }()
+	var buf []byte
 	for {
 		var data []byte
-		_, data, err = cn.sock.Read(context.Background())
+		data, buf, err = readMessage(cn.sock, buf)
 		if err != nil {
 			return
 		}
 		// One decode per frame: this loop is the client's hot path.
 		var p Push
-		if decodeEventPush(data, &p) {
+		if decodeEventPush(data, &p, &cn.names) {
 			cn.route(p)
 			continue
 		}
@@ -204,6 +209,35 @@ func (cn *Conn) readLoop() {
 		}
 		cn.route(p)
 	}
+}
+
+// readMessage reads the next message through buf (grown as needed and
+// returned for the next call) and returns it in a slice of its own size:
+// the push it becomes may be kept by its handler. websocket.Conn.Read's
+// io.ReadAll allocates twice that or more for every message.
+func readMessage(sock *websocket.Conn, buf []byte) (msg, next []byte, err error) {
+	_, r, err := sock.Reader(context.Background())
+	if err != nil {
+		return nil, buf, err
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, buf, err
+		}
+	}
+	if cap(buf) > 1<<20 { // a large replay page: not for the connection's life
+		return buf, nil, nil
+	}
+	return bytes.Clone(buf), buf, nil
 }
 
 func (cn *Conn) answer(r Response) {

@@ -16,12 +16,14 @@ import (
 // integer...), which the caller then decodes the general way; when it
 // reports true, p is what the general decode would have made, except
 // that Event.Data and SurfaceOp share the frame's bytes (as Raw does).
-func decodeEventPush(b []byte, p *Push) bool {
+// Session ids and event types come from in when it has them (nil: no
+// interning).
+func decodeEventPush(b []byte, p *Push, in *interner) bool {
 	// The server writes "ch" first; other frames are not worth a scan.
 	if !bytes.HasPrefix(b, []byte(`{"ch":"session/event`)) {
 		return false
 	}
-	s := scanner{b: b}
+	s := scanner{b: b, in: in}
 	var out Push
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
@@ -30,7 +32,7 @@ func decodeEventPush(b []byte, p *Push) bool {
 			out.Ch = v
 			return ok
 		case "session":
-			v, ok := s.str()
+			v, ok := s.name()
 			out.Session = v
 			return ok
 		case "html":
@@ -63,8 +65,35 @@ func decodeEventPush(b []byte, p *Push) bool {
 
 // scanner walks a JSON text, checking its grammar.
 type scanner struct {
-	b []byte
-	i int
+	b  []byte
+	i  int
+	in *interner
+}
+
+// interner keeps the strings a connection's pushes repeat (its sessions'
+// ids, the event types), so a push does not allocate them again: at 50
+// pushes a second per socket these were most of a viewer's garbage. It
+// keeps the last few, compared byte for byte: a map costs more than the
+// allocation it saves on a connection's cold cache. Reader goroutine only.
+type interner struct {
+	kept [8]string
+	next int
+}
+
+// str is raw as a string, a kept one when raw is one of them.
+func (in *interner) str(raw []byte) string {
+	if in == nil {
+		return string(raw)
+	}
+	for _, v := range in.kept {
+		if v == string(raw) { // no allocation for the comparison
+			return v
+		}
+	}
+	v := string(raw)
+	in.kept[in.next] = v
+	in.next = (in.next + 1) % len(in.kept)
+	return v
 }
 
 func (s *scanner) ws() {
@@ -200,6 +229,20 @@ func (s *scanner) str() (string, bool) {
 	return v, err == nil
 }
 
+// name decodes a string value that repeats across pushes (interned).
+func (s *scanner) name() (string, bool) {
+	start := s.i
+	raw, ok := s.rawString()
+	if !ok {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return s.in.str(raw), true
+	}
+	s.i = start
+	return s.str()
+}
+
 // int decodes an integer value.
 func (s *scanner) int() (int64, bool) {
 	start := s.i
@@ -325,7 +368,7 @@ func (s *scanner) event(ev *Event) bool {
 		case "from":
 			ev.From, ok = s.int()
 		case "type":
-			ev.Type, ok = s.str()
+			ev.Type, ok = s.name()
 		case "data":
 			ev.Data, ok = s.value()
 			ok = ok && string(ev.Data) != "null"
