@@ -1,7 +1,9 @@
 package fake
 
 import (
+	"bytes"
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -83,24 +85,31 @@ func (p Tick) Stream(ctx context.Context, req llm.Request, emit llm.Emit) error 
 }
 
 // ParseTick reads the emission time stamped in a tick delta's event data
-// (the raw JSON of an assistant/chunk event) without decoding it.
+// (the raw JSON of an assistant/chunk event) without decoding it or
+// copying it: load clients call it for every push they time.
 func ParseTick(data []byte) (time.Time, bool) {
-	s := string(data)
-	if !strings.Contains(s, `"text-delta"`) {
+	if !bytes.Contains(data, []byte(`"text-delta"`)) {
 		return time.Time{}, false
 	}
-	i := strings.Index(s, `"text":"`+TickStamp)
+	marker := []byte(`"text":"` + TickStamp)
+	i := bytes.Index(data, marker)
 	if i < 0 {
 		return time.Time{}, false
 	}
-	rest := s[i+len(`"text":"`+TickStamp):]
-	j := strings.IndexByte(rest, ';')
-	if j < 0 {
-		return time.Time{}, false
+	var ns int64
+	digits := 0
+	for _, c := range data[i+len(marker):] {
+		if c == ';' {
+			if digits == 0 {
+				return time.Time{}, false
+			}
+			return time.Unix(0, ns), true
+		}
+		d := int64(c - '0')
+		if c < '0' || c > '9' || ns > (math.MaxInt64-d)/10 {
+			return time.Time{}, false
+		}
+		ns, digits = 10*ns+d, digits+1
 	}
-	ns, err := strconv.ParseInt(rest[:j], 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(0, ns), true
+	return time.Time{}, false
 }

@@ -33,7 +33,19 @@ func TestTick(t *testing.T) {
 	if deltas != 5 || got[len(got)-1].Type != llm.ChunkFinish {
 		t.Fatalf("%d deltas, last %v", deltas, got[len(got)-1].Type)
 	}
-	if _, ok := ParseTick([]byte(`{"chunk":{"type":"text-delta","text":"hello"}}`)); ok {
-		t.Fatal("parsed a stamp from plain text")
+	for _, data := range []string{
+		`{"chunk":{"type":"text-delta","text":"hello"}}`,
+		`{"chunk":{"type":"text-delta","text":"t=;"}}`,
+		`{"chunk":{"type":"text-delta","text":"t=12a;"}}`,
+		`{"chunk":{"type":"text-delta","text":"t=1234"}}`,
+		`{"chunk":{"type":"text-delta","text":"t=9223372036854775808;"}}`, // past int64
+		`{"chunk":{"type":"block-end","text":"t=1;"}}`,
+	} {
+		if at, ok := ParseTick([]byte(data)); ok {
+			t.Errorf("ParseTick(%s) = %v, want no stamp", data, at)
+		}
+	}
+	if at, ok := ParseTick([]byte(`{"chunk":{"type":"text-delta","text":"t=9223372036854775807;"}}`)); !ok || at.UnixNano() != 9223372036854775807 {
+		t.Errorf("largest stamp: %v %v", at.UnixNano(), ok)
 	}
 }
