@@ -59,6 +59,7 @@ type options struct {
 	replay   bool
 	html     bool // viewers ask for server-rendered HTML
 	batch    bool // viewers subscribe with batch
+	raw      bool // viewers read raw frames (raw.go), not client.Follow
 	serve    bool // internal: run as the spawned server
 	addr     string
 	replicas int    // spawned replicas (PostgreSQL)
@@ -86,6 +87,7 @@ func main() {
 	flag.BoolVar(&o.replay, "replay", true, "measure replay and reconnect after the load")
 	flag.BoolVar(&o.html, "html", false, `viewers subscribe with render "html" (the server renders fragments for them)`)
 	flag.BoolVar(&o.batch, "batch", true, "viewers subscribe with batch: session/events pushes, deltas of a lagging viewer merged")
+	flag.BoolVar(&o.raw, "raw", false, "viewers read the frames' bytes for the tick stamps (own WebSocket reader, no JSON decode: as light as -floor's client) instead of client.Follow; needs the spawned server's stamps")
 	flag.BoolVar(&o.serve, "serve", false, "internal: run as the spawned server")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:0", "internal: listen address of the spawned server")
 	flag.BoolVar(&o.floor, "floor", false, "measure this machine's floor for the load's shape: plain TCP, stamped messages, no WebSocket or JSON (see floor.go)")

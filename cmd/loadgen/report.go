@@ -30,12 +30,17 @@ type report struct {
 	ReplayVsExport   float64       `json:"replayVsExport,omitempty"`
 	ServerPeakRSSMiB float64       `json:"serverPeakRssMiB"`
 	ServerCPUCores   float64       `json:"serverCpuCores"`
+	// ClientCPUCores is this process's CPU over the load: the viewers'
+	// side, which competes with the server when both run on one machine.
+	ClientCPUCores float64 `json:"clientCpuCores"`
 	// ServerCPUMilliPerViewer is the server's CPU over the load divided by
 	// the viewer connections, in millicores.
 	ServerCPUMilliPerViewer float64 `json:"serverCpuMilliPerViewer,omitempty"`
 	// ServerFrames is the WebSocket frames the server wrote over the load,
 	// ServerCPUMicrosPerFrame its CPU over them.
-	ServerFrames            int64    `json:"serverFrames,omitempty"`
+	ServerFrames int64 `json:"serverFrames,omitempty"`
+	// ServerWrites is the socket writes those frames took.
+	ServerWrites            int64    `json:"serverWrites,omitempty"`
 	ServerCPUMicrosPerFrame float64  `json:"serverCpuMicrosPerFrame,omitempty"`
 	Cuts                    int      `json:"cuts"`
 	ServerCutsTotal         int      `json:"serverCutsTotal"`
@@ -53,6 +58,7 @@ type reportConfig struct {
 	Prompt   string `json:"prompt"`
 	HTML     bool   `json:"html"`
 	Batch    bool   `json:"batch"`
+	Raw      bool   `json:"raw"` // raw viewers (raw.go), not client.Follow
 }
 
 type latencyFigures struct {
@@ -86,7 +92,7 @@ func (r report) print(asJSON bool) error {
 		fmt.Fprintf(w, "%s\t%s\n", k, fmt.Sprintf(format, args...))
 	}
 	row("target", "%s", r.Target)
-	row("load", "%d sessions x %d viewers, %d chunks/s, %d chunks/turn, %s, html %v, batch %v", r.Config.Sessions, r.Config.Viewers, r.Config.Rate, r.Config.Chunks, r.Config.Duration, r.Config.HTML, r.Config.Batch)
+	row("load", "%d sessions x %d viewers, %d chunks/s, %d chunks/turn, %s, html %v, batch %v, raw %v", r.Config.Sessions, r.Config.Viewers, r.Config.Rate, r.Config.Chunks, r.Config.Duration, r.Config.HTML, r.Config.Batch, r.Config.Raw)
 	if r.ColdStartMs > 0 {
 		row("cold start to ready", "%.0f ms", r.ColdStartMs)
 	}
@@ -110,6 +116,10 @@ func (r report) print(asJSON bool) error {
 	row("REST export (same session)", "%d events in %.1f ms (replay/export %.2f)", r.Export.Events, r.Export.Ms, r.ReplayVsExport)
 	row("server peak RSS", "%.1f MiB", r.ServerPeakRSSMiB)
 	row("server CPU", "%.2f cores (%.3f millicores per viewer)", r.ServerCPUCores, r.ServerCPUMilliPerViewer)
+	row("client CPU (this process)", "%.2f cores", r.ClientCPUCores)
+	if r.ServerFrames > 0 {
+		row("server frames", "%d in %d socket writes, %.1f µs of CPU each", r.ServerFrames, r.ServerWrites, r.ServerCPUMicrosPerFrame)
+	}
 	row("viewers cut (slow consumer)", "%d (server total %d)", r.Cuts, r.ServerCutsTotal)
 	row("errors", "%d %v", r.Errors, r.ErrorSamples)
 	return w.Flush()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"harness/client"
@@ -24,7 +25,7 @@ func run(ctx context.Context, o options) error {
 	}
 	var r report
 	r.Config = reportConfig{Sessions: o.sessions, Viewers: o.viewers, Rate: o.rate, Chunks: o.chunks,
-		Turns: o.turns, Duration: o.duration.String(), Prompt: o.prompt, HTML: o.html, Batch: o.batch}
+		Turns: o.turns, Duration: o.duration.String(), Prompt: o.prompt, HTML: o.html, Batch: o.batch, Raw: o.raw}
 	targets, token := splitTargets(o.target), o.token
 	stamped := false
 	if len(targets) == 0 {
@@ -86,6 +87,12 @@ func run(ctx context.Context, o options) error {
 			target := (i + v) % len(targets) // viewers spread over the replicas
 			viewersWG.Go(func() {
 				var once sync.Once
+				if o.raw {
+					samples := rawViewer(vctx, targets[target], token, id, o.batch, o.html, func() { once.Do(ready.Done) }, ends, &delivered, &cuts, &errs)
+					lat.add(samples)
+					perTarget[target].add(samples)
+					return
+				}
 				var samples []time.Duration
 				err := clients[target].Follow(vctx, id, -1, func(p client.Push) error {
 					if p.Ch == client.ChReplayDone {
@@ -111,6 +118,7 @@ func run(ctx context.Context, o options) error {
 
 	before, _ := scrape(ctx, base)
 	sampler := startSampler(ctx, base)
+	clientCPU0 := selfCPU()
 	start := time.Now()
 	deadline := start.Add(o.duration)
 	var turns atomic.Int64
@@ -140,6 +148,7 @@ func run(ctx context.Context, o options) error {
 	}
 	drivers.Wait()
 	elapsed := time.Since(start)
+	r.ClientCPUCores = (selfCPU() - clientCPU0).Seconds() / elapsed.Seconds()
 	peakRSS, cpu := sampler.stop()
 	after, _ := scrape(ctx, base)
 
@@ -159,6 +168,7 @@ func run(ctx context.Context, o options) error {
 		r.ServerCPUCores = (after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]) / elapsed.Seconds()
 		r.ServerCutsTotal = int(after["harness_ws_send_queue_cuts_total"])
 		r.ServerFrames = int64(after["harness_ws_frames_written_total"] - before["harness_ws_frames_written_total"])
+		r.ServerWrites = int64(after["harness_ws_writes_total"] - before["harness_ws_writes_total"])
 		if r.ServerFrames > 0 {
 			r.ServerCPUMicrosPerFrame = 1e6 * r.ServerCPUCores * elapsed.Seconds() / float64(r.ServerFrames)
 		}
@@ -410,6 +420,16 @@ func (s *sampler) stop() (peakRSS, cpu float64) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// selfCPU is the CPU time this process used so far (the viewers' side of
+// the load when they share the server's machine).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // splitTargets reads -target: one URL or several, comma-separated.
 func splitTargets(s string) []string {
