@@ -215,12 +215,18 @@ func (g *group) fits(seq int64, size int) bool {
 	return g != nil && seq == g.first+int64(g.n) && g.n < maxRun && len(g.body)+size <= maxGroupBytes
 }
 
-func (g *group) clone() *group {
+// extension is a group to extend g with: g's body is shared, and what is
+// added goes after g's end (into its spare capacity, or a grown copy), so
+// g itself reads the same and a failed batch can extend it again. No
+// copy per batch: a streaming session's open group is extended on every
+// commit, up to maxGroupBytes. The writer goroutine extends a session's
+// tail one batch at a time, so two extensions never write together.
+func (g *group) extension() *group {
 	if g == nil {
 		return nil
 	}
 	c := *g
-	c.body = bytes.Clone(g.body)
+	c.body = g.body[:len(g.body):cap(g.body)]
 	return &c
 }
 
@@ -443,7 +449,7 @@ func expandSeqs(meta string) (string, error) {
 // then that row rewritten, and next is the group the session's rows end
 // with (nil when they end otherwise), for the following batch.
 func encodeEvents(evs []session.Event, tail *group) (update *eventRow, rows []eventRow, next *group, err error) {
-	cur := tail.clone()
+	cur := tail.extension()
 	extending := cur != nil
 	tailN := 0
 	if tail != nil {

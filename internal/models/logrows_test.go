@@ -388,3 +388,62 @@ func TestDeltaOf(t *testing.T) {
 		}
 	}
 }
+
+// TestExtendingATailLeavesItAsItWas: a batch extends the session's open
+// group in place of a copy, so the group it extended must read the same
+// after, and a retry (the batch failed) extends it again with other
+// events without the first attempt's bytes showing.
+func TestExtendingATailLeavesItAsItWas(t *testing.T) {
+	t.Parallel()
+	l := session.New(session.Header{ID: "s"}, session.Options{})
+	batch := func(n int, text string) []session.Event {
+		var evs []session.Event
+		for i := range n {
+			evs = append(evs, delta(t, l, 1, fmt.Sprintf("%s%d ", text, i)))
+		}
+		return evs
+	}
+	first := batch(3, "a")
+	_, _, tail, err := encodeEvents(first, nil)
+	if err != nil || tail == nil {
+		t.Fatalf("first batch: tail %v, %v", tail, err)
+	}
+	kept := bytes.Clone(tail.body)
+	decode := func(r *eventRow) []session.Event {
+		t.Helper()
+		var out []session.Event
+		row := storedRow{seq: r.seq, n: r.n, time: r.time, typ: r.typ, meta: r.meta, body: r.body}
+		if err := row.events(func(ev session.Event) error { out = append(out, ev); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The failed attempt, then the retry with the events the log has by
+	// then (the same seqs, other text: what a reload could bring).
+	failed := batch(2, "failed")
+	if up, _, _, err := encodeEvents(failed, tail); err != nil || up == nil {
+		t.Fatalf("failed attempt: %v, %v", up, err)
+	}
+	if !bytes.Equal(tail.body, kept) {
+		t.Fatal("extending the tail changed it")
+	}
+	retry := make([]session.Event, len(failed))
+	for i, ev := range failed {
+		ev.Data = []byte(fmt.Sprintf(`{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"retry%d "}}`, i))
+		retry[i] = ev
+	}
+	up, rows, _, err := encodeEvents(retry, tail)
+	if err != nil || up == nil || len(rows) != 0 {
+		t.Fatalf("retry: update %v rows %d, %v", up, len(rows), err)
+	}
+	got := decode(up)
+	want := append(append([]session.Event{}, first...), retry...)
+	if len(got) != len(want) {
+		t.Fatalf("%d events in the group, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Seq != want[i].Seq || !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("event %d: %d %s, want %d %s", i, got[i].Seq, got[i].Data, want[i].Seq, want[i].Data)
+		}
+	}
+}
