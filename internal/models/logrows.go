@@ -274,8 +274,8 @@ func (g *group) addEvent(t int64, typ session.Type, meta string, data []byte) {
 	g.n++
 }
 
-func (g *group) row() eventRow {
-	body, meta := compressGroup(g.body)
+func (g *group) row(arena *rowArena) eventRow {
+	body, meta := compressGroup(g.body, arena)
 	if meta == metaGroup {
 		body = bytes.Clone(body)
 	}
@@ -449,6 +449,11 @@ func expandSeqs(meta string) (string, error) {
 // then that row rewritten, and next is the group the session's rows end
 // with (nil when they end otherwise), for the following batch.
 func encodeEvents(evs []session.Event, tail *group) (update *eventRow, rows []eventRow, next *group, err error) {
+	return encodeEventsIn(evs, tail, nil)
+}
+
+// encodeEventsIn is encodeEvents with the compressed bodies in arena.
+func encodeEventsIn(evs []session.Event, tail *group, arena *rowArena) (update *eventRow, rows []eventRow, next *group, err error) {
 	cur := tail.extension()
 	extending := cur != nil
 	tailN := 0
@@ -463,7 +468,7 @@ func encodeEvents(evs []session.Event, tail *group) (update *eventRow, rows []ev
 			extending = false // the stored group is unchanged
 			return
 		}
-		r := cur.row()
+		r := cur.row(arena)
 		if extending {
 			update = &r
 			extending = false

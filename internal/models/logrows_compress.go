@@ -28,12 +28,44 @@ const (
 // what the encoder writes (maxGroupBytes plus one event's entry).
 const maxGroupDecoded = 4 << 20
 
+// rowArena holds the compressed bodies of one batch's rows: a streaming
+// session's open group is compressed again on every commit, and
+// s2.Encode(nil, ...) allocated its worst case (more than the group) each
+// time. The writer resets it once a batch is done with (nothing keeps a
+// row past its commit); a nil arena allocates.
+type rowArena struct{ buf []byte }
+
+func (a *rowArena) reset() {
+	if a != nil {
+		a.buf = a.buf[:0]
+	}
+}
+
+// encode is body compressed, in the arena.
+func (a *rowArena) encode(body []byte) []byte {
+	if a == nil {
+		return s2.Encode(nil, body)
+	}
+	need := s2.MaxEncodedLen(len(body))
+	if need < 0 {
+		return s2.Encode(nil, body)
+	}
+	if cap(a.buf)-len(a.buf) < need {
+		// The rows written so far keep the old array.
+		a.buf = make([]byte, 0, max(2*cap(a.buf), need, 64<<10))
+	}
+	start := len(a.buf)
+	c := s2.Encode(a.buf[start:start+need], body)
+	a.buf = a.buf[:start+len(c)]
+	return c[:len(c):len(c)]
+}
+
 // compressGroup returns the stored form of a group body and its meta.
-func compressGroup(body []byte) ([]byte, string) {
+func compressGroup(body []byte, arena *rowArena) ([]byte, string) {
 	if len(body) < minCompress {
 		return body, metaGroup
 	}
-	c := s2.Encode(nil, body)
+	c := arena.encode(body)
 	if len(c)+minSaving > len(body) {
 		return body, metaGroup
 	}

@@ -447,3 +447,26 @@ func TestExtendingATailLeavesItAsItWas(t *testing.T) {
 		}
 	}
 }
+
+// TestRowArenaKeepsEachBatchRow: the bodies compressed into one batch's
+// arena never overlap (a later one, or the arena growing, leaves the
+// earlier ones as they were), and each decodes to its group.
+func TestRowArenaKeepsEachBatchRow(t *testing.T) {
+	t.Parallel()
+	var arena rowArena
+	var bodies, stored [][]byte
+	for i, n := range []int{200, 5000, 90 << 10, 300} { // the third outgrows the arena
+		body := bytes.Repeat([]byte(fmt.Sprintf("group %d, entry %d; ", i, n)), n/20)
+		c, meta := compressGroup(body, &arena)
+		if meta != metaS2 {
+			t.Fatalf("body %d stored as %q, want compressed", i, meta)
+		}
+		bodies, stored = append(bodies, body), append(stored, c)
+	}
+	for i := range stored {
+		got, err := decompressGroup(int64(i), stored[i], nil)
+		if err != nil || !bytes.Equal(got, bodies[i]) {
+			t.Fatalf("body %d after the batch: %d bytes, %v", i, len(got), err)
+		}
+	}
+}

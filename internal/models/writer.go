@@ -85,6 +85,8 @@ type Writer struct {
 	db   *DB
 	opts WriterOptions
 
+	arena rowArena // the batch's compressed rows (writer goroutine only)
+
 	ctx  context.Context // cancelled when Close gives up
 	kill context.CancelFunc
 	wake chan struct{} // cap 1: new work or a flush request

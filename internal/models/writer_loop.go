@@ -123,6 +123,7 @@ func (w *Writer) take(notBefore time.Time) (parts []*part, wait time.Duration, e
 // reports whether the transaction succeeded (refusals count as success: they
 // are final).
 func (w *Writer) write(parts []*part) bool {
+	w.arena.reset() // the last batch's rows are committed or dropped
 	var unknown []string
 	for _, p := range parts {
 		if !p.known {
@@ -148,7 +149,7 @@ func (w *Writer) write(parts []*part) bool {
 		if p.err = p.check(); p.err != nil {
 			continue
 		}
-		if p.update, p.rows, p.tail, p.err = encodeRows(p.st.id, p.evs, w.tx.extendable(p.prevTail)); p.err != nil {
+		if p.update, p.rows, p.tail, p.err = encodeRows(p.st.id, p.evs, w.tx.extendable(p.prevTail), &w.arena); p.err != nil {
 			continue
 		}
 		ok = append(ok, p)

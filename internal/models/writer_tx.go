@@ -28,12 +28,12 @@ type eventRow struct {
 
 // encodeRows encodes a part's events as rows (see encodeEvents), extending
 // the session's stored group when the part continues it.
-func encodeRows(sessionID string, evs []queued, tail *group) (update *eventRow, rows []eventRow, next *group, err error) {
+func encodeRows(sessionID string, evs []queued, tail *group, arena *rowArena) (update *eventRow, rows []eventRow, next *group, err error) {
 	plain := make([]session.Event, len(evs))
 	for i, q := range evs {
 		plain[i] = q.ev
 	}
-	update, rows, next, err = encodeEvents(plain, tail)
+	update, rows, next, err = encodeEventsIn(plain, tail, arena)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("session %s: %w", sessionID, err)
 	}
