@@ -176,6 +176,17 @@ func (s *scanner) array(elem func() bool) bool {
 	}
 }
 
+// plainByte marks the bytes a JSON string holds as they are: not a
+// quote, a backslash or a control character. rawString skips runs of
+// them with one table lookup a byte; the strings of a turn's end (its
+// whole text, twice) are most of what a viewer decodes then.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // rawString returns the bytes between the quotes of the string at s.i;
 // false for a control character or a malformed escape.
 func (s *scanner) rawString() ([]byte, bool) {
@@ -183,14 +194,18 @@ func (s *scanner) rawString() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
-		case c == '"':
+	for j := start; ; j++ {
+		for j < len(s.b) && plainByte[s.b[j]] {
+			j++
+		}
+		if j >= len(s.b) {
+			return nil, false
+		}
+		switch s.b[j] {
+		case '"':
 			s.i = j + 1
 			return s.b[start:j], true
-		case c < 0x20:
-			return nil, false
-		case c == '\\':
+		case '\\':
 			if j+1 >= len(s.b) {
 				return nil, false
 			}
@@ -205,9 +220,10 @@ func (s *scanner) rawString() ([]byte, bool) {
 			default:
 				return nil, false
 			}
+		default: // a control character
+			return nil, false
 		}
 	}
-	return nil, false
 }
 
 func isHex(c byte) bool {
@@ -250,8 +266,20 @@ func (s *scanner) int() (int64, bool) {
 	if !ok || !integer { // a fraction or exponent: the general decode decides
 		return 0, false
 	}
-	v, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
-	return v, err == nil
+	b := s.b[start:s.i]
+	digits := bytes.TrimPrefix(b, []byte("-"))
+	if len(digits) > 18 { // may overflow: strconv decides
+		v, err := strconv.ParseInt(string(b), 10, 64)
+		return v, err == nil
+	}
+	var v int64
+	for _, c := range digits { // number checked they are digits
+		v = 10*v + int64(c-'0')
+	}
+	if len(digits) < len(b) {
+		v = -v
+	}
+	return v, true
 }
 
 // number skips a number (RFC 8259 6); integer: no fraction, no exponent.

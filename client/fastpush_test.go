@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -28,6 +29,9 @@ var fastPushSeeds = []string{
 	`{"re":"1","ok":true}`,
 	` { "ch" : "session/events" , "session" : "s" , "events" : [ { "seq" : 1 , "time" : 2 , "type" : "t" , "data" : [ ] , "sourceEventSeqs" : [ ] } ] } `,
 	`{"ch":"session/event","session":"s","event":{"seq":99999999999999999999,"time":2,"type":"x","data":1}}`,
+	`{"ch":"session/event","session":"s","event":{"seq":-42,"time":999999999999999999,"type":"x","data":1}}`,
+	`{"ch":"session/event","session":"s","event":{"seq":9223372036854775807,"time":-9223372036854775808,"type":"x","data":1}}`,
+	`{"ch":"session/event","session":"s","event":{"seq":-0,"time":1000000000000000000,"type":"x\u00e9","data":"a\\b\"c"}}`,
 	`{"ch":"session/event","session":"s","event":{"seq":1,"time":2,"type":"x","data":{"k":"v"},"surfaceOp":"append"}}`,
 	`{"ch":"session/event","session":"s","event":null}`,
 	`{"ch":"session/event","session":{"id":"s"}}`,
@@ -90,6 +94,30 @@ func BenchmarkPushDecode(b *testing.B) {
 		for b.Loop() {
 			var p Push
 			if !decodeEventPush(frame, &p, in) {
+				b.Fatal("declined")
+			}
+		}
+	})
+	// A turn's end: the block's whole text in its block-end, again in the
+	// assistant message with the seqs it came from (what 1,000 viewers
+	// decode at once when a turn ends).
+	var text strings.Builder
+	var seqs []string
+	for i := range 250 {
+		fmt.Fprintf(&text, "t=17646000000%08d;", i)
+		seqs = append(seqs, fmt.Sprint(1000+i))
+	}
+	end := []byte(fmt.Sprintf(`{"ch":"session/events","session":"4b1d0f0e-8a4f-4a57-9c52-0d1f5c1e2a3b","events":[`+
+		`{"seq":1250,"time":1764600000000,"type":"assistant/chunk","data":{"turn":3,"step":1,"chunk":{"type":"block-end","index":0,"block":{"type":"text","text":%q}}}},`+
+		`{"seq":1251,"time":1764600000000,"type":"assistant/message","data":{"turn":3,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":%q}]}},"sourceEventSeqs":[%s]},`+
+		`{"seq":1252,"time":1764600000000,"type":"turn/end","data":{"turn":3}}]}`, text.String(), text.String(), strings.Join(seqs, ",")))
+	b.Run("fast/turn-end", func(b *testing.B) {
+		in := &interner{}
+		b.SetBytes(int64(len(end)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var p Push
+			if !decodeEventPush(end, &p, in) {
 				b.Fatal("declined")
 			}
 		}
