@@ -231,32 +231,24 @@ func isHex(c byte) bool {
 }
 
 // str decodes a string value (false for anything else).
-func (s *scanner) str() (string, bool) {
+func (s *scanner) str() (string, bool) { return s.stringValue(nil) }
+
+// name decodes a string value that repeats across pushes (interned).
+func (s *scanner) name() (string, bool) { return s.stringValue(s.in) }
+
+// stringValue decodes a string value, taking a plain one from in.
+func (s *scanner) stringValue(in *interner) (string, bool) {
 	start := s.i
 	raw, ok := s.rawString()
 	if !ok {
 		return "", false
 	}
 	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw), true
+		return in.str(raw), true
 	}
 	var v string
 	err := json.Unmarshal(s.b[start:s.i], &v)
 	return v, err == nil
-}
-
-// name decodes a string value that repeats across pushes (interned).
-func (s *scanner) name() (string, bool) {
-	start := s.i
-	raw, ok := s.rawString()
-	if !ok {
-		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return s.in.str(raw), true
-	}
-	s.i = start
-	return s.str()
 }
 
 // int decodes an integer value.
