@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -212,11 +214,25 @@ func (c *Client) Export(ctx context.Context, id string, w io.Writer) error {
 // SendMessage sends a message (mode "followup" or "steer") and returns its
 // id once the server has made it durable.
 func (c *Client) SendMessage(ctx context.Context, id, content, mode string) (string, error) {
+	return c.SendMessageKey(ctx, id, content, mode, NewKey())
+}
+
+// SendMessageKey sends a message under clientID, its idempotency key: the
+// same key again (a retry after a lost answer) returns the first message's
+// id and stores nothing new; the same key with other content is a conflict.
+func (c *Client) SendMessageKey(ctx context.Context, id, content, mode, clientID string) (string, error) {
 	var out struct {
 		ID string `json:"id"`
 	}
-	err := c.do(ctx, http.MethodPost, sessionPath(id, "messages"), map[string]string{"content": content, "mode": mode}, &out)
+	err := c.do(ctx, http.MethodPost, sessionPath(id, "messages"), map[string]string{"content": content, "mode": mode, "clientId": clientID}, &out)
 	return out.ID, err
+}
+
+// NewKey returns a random idempotency key (128 bits, hex).
+func NewKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return hex.EncodeToString(b[:])
 }
 
 // Cancel aborts the running turn; keepInbox keeps queued messages.

@@ -60,7 +60,10 @@ type Response struct {
 // answers by id; pushes of subscribed sessions go to their Subscription,
 // the rest to Pushes.
 type Conn struct {
-	sock   *websocket.Conn
+	sock *websocket.Conn
+	// Request ids are the prefix and a counter: unique across connections,
+	// since a followup's or steer's id is its idempotency key.
+	prefix string
 	nextID atomic.Uint64
 
 	mu      sync.Mutex
@@ -145,7 +148,7 @@ func (c *Client) Dial(ctx context.Context) (*Conn, error) {
 	}
 	sock.SetReadLimit(32 << 20) // events carry whole tool results
 	cn := &Conn{
-		sock: sock, pending: map[string]*call{}, subs: map[string]*Subscription{}, open: map[*Subscription]struct{}{},
+		sock: sock, prefix: NewKey() + "-", pending: map[string]*call{}, subs: map[string]*Subscription{}, open: map[*Subscription]struct{}{},
 		pushes: make(chan Push, 256), done: make(chan struct{}),
 	}
 	go cn.readLoop()
@@ -330,7 +333,7 @@ func (cn *Conn) Do(ctx context.Context, req Request) (Response, error) {
 
 func (cn *Conn) do(ctx context.Context, req Request, after func(Response)) (Response, error) {
 	if req.ID == "" {
-		req.ID = "c" + strconv.FormatUint(cn.nextID.Add(1), 10)
+		req.ID = cn.prefix + strconv.FormatUint(cn.nextID.Add(1), 10)
 	}
 	b, err := json.Marshal(req)
 	if err != nil {

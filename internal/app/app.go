@@ -240,7 +240,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	}
 	a.Web = web.New(web.Deps{
 		Log:            log,
-		DB:             db,
+		DB:             a.Store,
 		Auth:           a.Auth,
 		TrustedOrigins: cfg.TrustedOrigins,
 		Service:        a.Service,

@@ -34,6 +34,12 @@ var (
 	// ErrNotDurable: the change was accepted in memory (it will run and be
 	// stored once the database takes writes again) but is not on disk yet.
 	ErrNotDurable = errors.New("accepted but not yet stored")
+	// ErrNotStored: the store refused a send and it was taken back;
+	// nothing of it is kept.
+	ErrNotStored = errors.New("not stored")
+	// ErrKeyConflict: a send key already names a message with other
+	// content.
+	ErrKeyConflict = errors.New("send key reused with other content")
 )
 
 // Agent drives one live session. All methods are safe for concurrent use.
@@ -74,6 +80,11 @@ type Agent struct {
 	maintenance bool
 
 	pending map[string]*pendingInteraction
+
+	// sent holds the send keys of the last SendKeyTTL (guarded by mu);
+	// pruned is when it was last swept (epoch ms).
+	sent   map[session.SendKey]session.Sent
+	pruned int64
 
 	// request bookkeeping of this agent instance (one driver at a time).
 	headerLogged bool
@@ -171,41 +182,71 @@ func (a *Agent) queueLocked() Queue {
 // Followup queues msg as the prompt of its own turn and wakes the driver. It
 // returns once the message is durable.
 func (a *Agent) Followup(ctx context.Context, msg llm.Message) error {
-	return a.send(ctx, msg, session.TargetNextTurn, true)
+	_, err := a.send(ctx, msg, session.TargetNextTurn, true)
+	return err
 }
 
 // Steer queues msg for the next step boundary and wakes the driver: while
 // running it enters the current turn at its next step; while idle it starts
 // a turn.
 func (a *Agent) Steer(ctx context.Context, msg llm.Message) error {
-	return a.send(ctx, msg, session.TargetNextStep, true)
+	_, err := a.send(ctx, msg, session.TargetNextStep, true)
+	return err
 }
 
 // Inject queues context for the next step without waking: it waits for the
 // next step of a running turn, or for the next waking input.
 func (a *Agent) Inject(ctx context.Context, msg llm.Message) error {
-	return a.send(ctx, msg, session.TargetNextStep, false)
+	_, err := a.send(ctx, msg, session.TargetNextStep, false)
+	return err
 }
 
-func (a *Agent) send(ctx context.Context, msg llm.Message, target session.InboxTarget, wakeup bool) error {
+// Send is Followup (target next-turn) or Steer (next-step) for a person's
+// message, with its send key honoured: it returns the id of the message the
+// send stands for, which is an earlier message's when msg repeats a key
+// (session.KeyOf) within session.SendKeyTTL with the same content; then
+// nothing new is queued. The same key with other content is ErrKeyConflict.
+func (a *Agent) Send(ctx context.Context, msg llm.Message, target session.InboxTarget) (string, error) {
+	return a.send(ctx, msg, target, true)
+}
+
+func (a *Agent) send(ctx context.Context, msg llm.Message, target session.InboxTarget, wakeup bool) (string, error) {
 	if a.subagent {
-		return ErrSubagent
+		return "", ErrSubagent
 	}
 	return a.enqueue(ctx, msg, target, wakeup)
 }
 
-func (a *Agent) enqueue(ctx context.Context, msg llm.Message, target session.InboxTarget, wakeup bool) error {
+// enqueue queues msg, waits until it is durable, then wakes the driver. The
+// wake waits for the store so that a send the store refuses is still queued
+// and can be taken back (retract): the refusal then keeps nothing.
+func (a *Agent) enqueue(ctx context.Context, msg llm.Message, target session.InboxTarget, wakeup bool) (string, error) {
 	if err := validateInput(msg); err != nil {
-		return err
+		return "", err
 	}
+	key, keyed := session.KeyOf(msg)
 	a.mu.Lock()
 	if a.disposed {
 		a.mu.Unlock()
-		return ErrDisposed
+		return "", ErrDisposed
+	}
+	if keyed {
+		if prev, ok := a.sentLocked(key); ok {
+			a.mu.Unlock()
+			if prev.Digest != session.ContentDigest(msg.Content) {
+				return "", ErrKeyConflict
+			}
+			// The first send's answer may have been lost before its
+			// message was stored: answer once it is.
+			if err := a.durable(ctx); err != nil {
+				return "", err
+			}
+			return prev.MessageID, nil
+		}
 	}
 	if a.hasPendingLocked(msg.ID) {
 		a.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrDuplicateID, msg.ID)
+		return "", fmt.Errorf("%w: %s", ErrDuplicateID, msg.ID)
 	}
 	if wakeup && (a.abortingLocked() || a.maintenance) {
 		// The current activity will not take next-step input; hold it for
@@ -215,15 +256,56 @@ func (a *Agent) enqueue(ctx context.Context, msg llm.Message, target session.Inb
 	list := a.listLocked(target)
 	if err := a.spliceLocked(target, len(*list), 0, []llm.Message{msg}, ""); err != nil {
 		a.mu.Unlock()
-		return err
+		return "", err
+	}
+	if keyed {
+		a.recordSentLocked(key, msg)
 	}
 	a.publishLocked(LiveEvent{Kind: LiveInserted, Message: &msg})
 	a.publishQueueLocked()
-	if wakeup {
-		a.wakeLocked()
-	}
 	a.mu.Unlock()
-	return a.durable(ctx)
+
+	err := a.durable(ctx)
+	if err != nil && ctx.Err() == nil {
+		return "", a.retract(msg, err)
+	}
+	// Stored, or the caller went away while it was being stored (it
+	// stays queued; a repeat of its key finds it): run it.
+	if wakeup {
+		a.mu.Lock()
+		if a.pendingLocked() {
+			a.wakeLocked()
+		}
+		a.mu.Unlock()
+	}
+	if err != nil {
+		return "", err
+	}
+	return msg.ID, nil
+}
+
+// retract takes back a send the store refused. Still queued, the message is
+// removed with outcome not_stored and its key freed: nothing is kept and the
+// client may send it again with the same key. Once a running turn claimed
+// it, it stays (stored with the turn when writes succeed) and its key names
+// it: a repeat answers once it is stored.
+func (a *Agent) retract(msg llm.Message, cause error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, i := a.findLocked(msg.ID)
+	if i < 0 {
+		return cause
+	}
+	if err := a.spliceLocked(t, i, 1, nil, session.OutcomeNotStored); err != nil {
+		a.logger.Error("take back a send the store refused", "err", err)
+		return cause
+	}
+	if key, ok := session.KeyOf(msg); ok && a.sent[key].MessageID == msg.ID {
+		delete(a.sent, key)
+	}
+	a.publishLocked(LiveEvent{Kind: LiveDiscarded, Message: &msg})
+	a.publishQueueLocked()
+	return fmt.Errorf("%w: %w", ErrNotStored, cause)
 }
 
 func validateInput(msg llm.Message) error {

@@ -159,10 +159,12 @@ func TestSendFromLogSubscriber(t *testing.T) {
 	}
 	// The outer prompt runs first and the nested one after it, in a turn
 	// of its own. Where the observer's steer lands depends on when the
-	// delivery after the lock runs: the outer turn's next step, or the
-	// nested turn.
+	// delivery after the lock runs (the goroutine delivering may be the
+	// outer send's, which waits for the store before it wakes the driver):
+	// the outer turn's next step, the nested turn, or a turn of its own
+	// once the nested one ended.
 	turns := find[session.TurnStart](h, session.TypeTurnStart)
-	if len(turns) != 2 || len(h.fake.Requests()) != 3 {
+	if len(turns) < 2 || len(turns) > 3 || len(h.fake.Requests()) != 3 {
 		t.Fatalf("%d turns, %d requests\n%s", len(turns), len(h.fake.Requests()), h.dump())
 	}
 	got := enteredPrompts(h)

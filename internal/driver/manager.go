@@ -386,6 +386,10 @@ func (m *Manager) load(ctx context.Context, id string) (_ *Agent, err error) {
 		return nil, fmt.Errorf("load session %s inbox: %w", id, err)
 	}
 	a.nextTurn, a.nextStep = nextTurn, nextStep
+	if a.sent, err = session.SentKeys(l.Events(0, l.Len()), l.Header().SeedLength, m.clock()-session.SendKeyTTL); err != nil {
+		return nil, fmt.Errorf("load session %s send keys: %w", id, err)
+	}
+	a.pruned = m.clock()
 	return a, nil
 }
 

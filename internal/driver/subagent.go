@@ -283,7 +283,8 @@ func (a *Agent) spawn(ctx context.Context, title string, mode session.Permission
 
 // sendTask gives a child its task: the one input a subagent takes.
 func (a *Agent) sendTask(ctx context.Context, msg llm.Message) error {
-	return a.enqueue(ctx, msg, session.TargetNextTurn, true)
+	_, err := a.enqueue(ctx, msg, session.TargetNextTurn, true)
+	return err
 }
 
 // turnOutcome is what a child's last turn left: its end, its final

@@ -3,6 +3,8 @@ package models
 import (
 	"errors"
 	"log/slog"
+	"sync"
+	"time"
 )
 
 // Lookup errors; wrapped with the id that was looked up.
@@ -18,6 +20,9 @@ type Store struct {
 	DB  *DB
 	W   *Writer
 	log *slog.Logger
+
+	probeMu  sync.Mutex
+	probedAt time.Time // last write probe (Writable)
 }
 
 // NewStore builds a Store. The writer must write to the same db.

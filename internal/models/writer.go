@@ -101,6 +101,9 @@ type Writer struct {
 	closing  bool
 	stats    WriterStats
 	latency  time.Duration // summed over committed events
+	// failErr is the error of the last batch if it failed; nil once one
+	// commits (Store.Writable).
+	failErr error
 
 	tx txWriter // used only by the writer goroutine
 }

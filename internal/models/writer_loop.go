@@ -295,6 +295,7 @@ func (w *Writer) resolve(parts []*part, failErr error) {
 	if len(requeue) > 0 {
 		w.order = append(requeue, w.order...)
 	}
+	w.failErr = failErr
 	if failErr != nil {
 		w.stats.Errors++
 	} else if committed > 0 {

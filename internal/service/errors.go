@@ -173,8 +173,12 @@ func AsError(err error) *Error {
 		return wrap(CodeConflict, "a pending message has that id", err)
 	case errors.Is(err, models.ErrFenced):
 		return wrap(CodeUnavailable, "the session moved to another replica; this change was not stored: send it again", err)
+	case errors.Is(err, driver.ErrKeyConflict):
+		return wrap(CodeConflict, "that clientId already names a message with other content; use a new clientId for a new message", err)
+	case errors.Is(err, models.ErrNotWritable), errors.Is(err, driver.ErrNotStored):
+		return wrap(CodeUnavailable, "the server cannot store anything now ("+storeCause(err)+"); nothing was kept: retry later (a message with the same clientId)", err)
 	case errors.Is(err, driver.ErrNotDurable):
-		return wrap(CodeUnavailable, "accepted, but the server cannot store it yet (its database does not take writes); it is kept and stored once writes succeed", err)
+		return wrap(CodeUnavailable, "the server could not store this yet ("+storeCause(err)+"): retry (a message with the same clientId); it is applied once", err)
 	case errors.Is(err, driver.ErrDisposed):
 		return wrap(CodeUnavailable, "the session is shutting down or was deleted", err)
 	case session.CodeOf(err) == session.CodeOpenTurn:
@@ -195,4 +199,15 @@ func OwnerAddr(err error) (string, bool) {
 		return "", false
 	}
 	return no.Addr, true
+}
+
+// DiskFull reports whether err says the server's disk is full.
+func DiskFull(err error) bool { return models.DiskFull(err) }
+
+// storeCause names why the database refused a write, for a client.
+func storeCause(err error) string {
+	if models.DiskFull(err) {
+		return "its disk is full"
+	}
+	return "its database does not take writes"
 }

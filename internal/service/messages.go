@@ -35,6 +35,11 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
 		return "", err
 	}
+	// Refused before anything is queued while the store refuses writes:
+	// nothing is kept, and a retry with the same key stores it once.
+	if err := s.store.Writable(ctx); err != nil {
+		return "", s.fail(ctx, "send message", err)
+	}
 	images, err := s.imageBlocks(ctx, id, m.Attachments)
 	if err != nil {
 		return "", err
@@ -60,14 +65,15 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 		msg.Content = append(msg.Content, llm.Text(content))
 	}
 	msg.Content = append(msg.Content, images...)
-	send := ag.Followup
+	target := session.TargetNextTurn
 	if mode == SendSteer {
-		send = ag.Steer
+		target = session.TargetNextStep
 	}
-	if err := send(ctx, msg); err != nil {
+	sent, err := ag.Send(ctx, msg, target)
+	if err != nil {
 		return "", s.fail(ctx, "send message", err)
 	}
-	return msg.ID, nil
+	return sent, nil
 }
 
 // checkContent refuses oversized text, and empty text unless the message
@@ -208,10 +214,14 @@ func (s *Service) writable(ctx context.Context, a *auth.Actor, id string) (*driv
 }
 
 // agentFor authorizes act and returns the loaded agent, pinned until
-// release is called.
+// release is called. While the store refuses writes the change is refused
+// before anything is logged.
 func (s *Service) agentFor(ctx context.Context, a *auth.Actor, id string, act auth.Action) (*driver.Agent, func(), error) {
 	if _, err := s.Authorize(ctx, a, id, act); err != nil {
 		return nil, nil, err
+	}
+	if err := s.store.Writable(ctx); err != nil {
+		return nil, nil, s.fail(ctx, "check the store", err)
 	}
 	return s.agent(ctx, id)
 }

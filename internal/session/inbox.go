@@ -40,7 +40,7 @@ func ApplySplice(list []llm.Message, s InboxSpliced) ([]llm.Message, error) {
 	if s.Target != TargetNextTurn && s.Target != TargetNextStep {
 		return nil, errorf(CodeInvalidSplice, "unknown inbox target %q", s.Target)
 	}
-	if s.Outcome != "" && s.Outcome != OutcomeCanceled {
+	if s.Outcome != "" && s.Outcome != OutcomeCanceled && s.Outcome != OutcomeNotStored {
 		return nil, errorf(CodeInvalidSplice, "unknown splice outcome %q", s.Outcome)
 	}
 	n := len(list)

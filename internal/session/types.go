@@ -251,8 +251,13 @@ const (
 	TargetNextStep InboxTarget = "next-step"
 )
 
-// OutcomeCanceled marks a splice that removed items without running them.
-const OutcomeCanceled = "canceled"
+// Splice outcomes: canceled marks a splice that removed items without
+// running them; not_stored one that took back a send the store refused
+// (the client was told nothing was kept, and may send it again).
+const (
+	OutcomeCanceled  = "canceled"
+	OutcomeNotStored = "not_stored"
+)
 
 // InboxSpliced is one normalized inbox mutation (JS splice semantics on one
 // list). A claim is a pure deletion with no Outcome.

@@ -204,7 +204,7 @@ func newScenarioEnv(t *testing.T, opts scenarioOptions) *scenarioEnv {
 	env.secrets = append(env.secrets, cookie, env.shares[actorShare], revoked)
 	env.Snapshot = env.defaultSnapshot
 
-	deps := Deps{Log: log, DB: db, Auth: svc}
+	deps := Deps{Log: log, DB: writable{db}, Auth: svc}
 	if opts.Deps != nil {
 		opts.Deps(env, &deps)
 	}

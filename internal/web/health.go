@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"harness/internal/service"
 )
 
 // healthz answers as long as the process serves HTTP.
@@ -13,13 +15,23 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.String(http.StatusOK, "ok")
 }
 
-// readyz answers 200 only when the database answers.
+// readyz answers 200 only when the database answers and takes writes.
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := s.db.Ping(ctx); err != nil {
 		s.log.Warn("readiness: database does not answer", "err", err)
 		return c.String(http.StatusServiceUnavailable, "database unavailable")
+	}
+	// A server whose writes fail (a full disk) would take requests it
+	// cannot keep; it says so until a write succeeds again.
+	if err := s.db.Writable(ctx); err != nil {
+		s.log.Warn("readiness: database does not take writes", "err", err)
+		msg := "database does not take writes"
+		if service.DiskFull(err) {
+			msg += ": disk full"
+		}
+		return c.String(http.StatusServiceUnavailable, msg)
 	}
 	return c.String(http.StatusOK, "ready")
 }

@@ -3,16 +3,20 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"syscall"
 	"testing"
 )
 
-type pingFunc func(context.Context) error
+// dbState answers readiness with fixed errors.
+type dbState struct{ ping, write error }
 
-func (f pingFunc) Ping(ctx context.Context) error { return f(ctx) }
+func (d dbState) Ping(context.Context) error     { return d.ping }
+func (d dbState) Writable(context.Context) error { return d.write }
 
 func TestHealthAndReadiness(t *testing.T) {
 	t.Parallel()
@@ -21,18 +25,21 @@ func TestHealthAndReadiness(t *testing.T) {
 		name     string
 		path     string
 		ping     error
+		write    error
 		wantCode int
 		wantBody string
 	}{
-		{"healthz", "/healthz", nil, 200, "ok"},
-		{"healthz ignores the database", "/healthz", down, 200, "ok"},
-		{"ready", "/readyz", nil, 200, "ready"},
-		{"not ready", "/readyz", down, 503, "database unavailable"},
+		{"healthz", "/healthz", nil, nil, 200, "ok"},
+		{"healthz ignores the database", "/healthz", down, nil, 200, "ok"},
+		{"ready", "/readyz", nil, nil, 200, "ready"},
+		{"not ready", "/readyz", down, nil, 503, "database unavailable"},
+		{"writes fail", "/readyz", nil, errors.New("attempt to write a readonly database"), 503, "database does not take writes"},
+		{"disk full", "/readyz", nil, fmt.Errorf("commit: %w", syscall.ENOSPC), 503, "database does not take writes: disk full"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := New(Deps{Log: slog.New(slog.DiscardHandler), DB: pingFunc(func(context.Context) error { return tt.ping })})
+			s := New(Deps{Log: slog.New(slog.DiscardHandler), DB: dbState{tt.ping, tt.write}})
 			srv := httptest.NewServer(s.Handler())
 			defer srv.Close()
 			res, err := http.Get(srv.URL + tt.path)
@@ -47,3 +54,11 @@ func TestHealthAndReadiness(t *testing.T) {
 		})
 	}
 }
+
+// writable is a database whose writes are not in question in a test.
+type writable struct {
+	pinger interface{ Ping(context.Context) error }
+}
+
+func (w writable) Ping(ctx context.Context) error { return w.pinger.Ping(ctx) }
+func (writable) Writable(context.Context) error   { return nil }

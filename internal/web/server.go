@@ -14,9 +14,11 @@ import (
 	"harness/web/static"
 )
 
-// Pinger answers whether the database is reachable (readiness).
+// Pinger answers whether the database is reachable and takes writes
+// (readiness).
 type Pinger interface {
 	Ping(ctx context.Context) error
+	Writable(ctx context.Context) error
 }
 
 // Deps are the server's dependencies, passed explicitly.

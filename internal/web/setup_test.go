@@ -19,7 +19,7 @@ func TestSetupFlow(t *testing.T) {
 	if err != nil || !strings.HasPrefix(path, "/setup/") {
 		t.Fatalf("Bootstrap = %q, %v", path, err)
 	}
-	srv := httptest.NewServer(New(Deps{Log: slogTo(logs), DB: db, Auth: svc}).Handler())
+	srv := httptest.NewServer(New(Deps{Log: slogTo(logs), DB: writable{db}, Auth: svc}).Handler())
 	t.Cleanup(srv.Close)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 

@@ -199,10 +199,21 @@ export class Controls {
     }
     this.input.value = "";
     this.autosize();
+    // The same text sent again after a failed send keeps its key: if the
+    // first one was stored after all, the server answers with it instead
+    // of storing a second copy.
+    const same = this.unsent && this.unsent.content === content && this.unsent.mode === mode;
+    const key = same ? this.unsent.key : this.socket.newId();
     try {
-      await this.call(mode, fields);
+      await this.socket.sendMessage(mode, { session: this.session, ...fields }, key, (err) =>
+        this.say(`${err.message || "not sent yet"} — sending again…`),
+      );
+      this.say("");
+      this.unsent = null;
       if (withImages) this.images.clear();
-    } catch {
+    } catch (err) {
+      this.say(err.message || err.code || "failed");
+      this.unsent = { content, mode, key };
       // Keep what was typed (and the images) when the server refused it.
       if (!this.input.value) this.input.value = content;
     }

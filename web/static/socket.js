@@ -7,12 +7,18 @@ const MAX_DELAY = 10_000;
 // CLOSE_REVOKED: the socket's credential died (logged out, password
 // changed, link revoked); reconnecting with it cannot succeed.
 const CLOSE_REVOKED = 4401;
+// A message whose answer was lost is sent again (same id) for this long.
+const SEND_RETRY_FOR = 120_000;
 
 export class Socket {
   /** @param {string} url */
   constructor(url) {
     this.url = url;
     this.ws = null;
+    // Request ids are unique across tabs and reloads: a followup's or
+    // steer's id is its idempotency key (docs/protocol.md).
+    const bytes = crypto.getRandomValues(new Uint8Array(8));
+    this.prefix = "c" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
     this.nextId = 1;
     this.pending = new Map(); // request id -> {resolve, reject}
     this.handlers = new Map(); // channel -> Set<fn>
@@ -109,17 +115,40 @@ export class Socket {
     if (hs) for (const fn of hs) fn(msg);
   }
 
+  /** A request id no other tab or page load uses. */
+  newId() {
+    return `${this.prefix}-${this.nextId++}`;
+  }
+
   /** Sends a request and resolves with its answer. */
-  request(op, fields = {}) {
+  request(op, fields = {}, id = this.newId()) {
     return new Promise((resolve, reject) => {
       if (!this.open) {
         reject({ code: "unavailable", message: "not connected — retrying" });
         return;
       }
-      const id = "c" + this.nextId++;
       this.pending.set(id, { resolve, reject });
       this.ws.send(JSON.stringify({ id, op, ...fields }));
     });
+  }
+
+  /** Sends a message (op followup or steer) under key, its idempotency
+   * key. An answer lost with the connection, or a server that could not
+   * store it yet (unavailable), gets the same request again with the same
+   * key, so the server stores the message once; onRetry(err) is told of
+   * each wait. Other errors reject at once. */
+  async sendMessage(op, fields, key, onRetry = () => {}) {
+    const deadline = Date.now() + SEND_RETRY_FOR;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.request(op, fields, key);
+      } catch (err) {
+        if (err.code !== "unavailable" || Date.now() > deadline) throw err;
+        onRetry(err);
+        const base = Math.min(5_000, 250 * 2 ** attempt);
+        await new Promise((r) => setTimeout(r, base / 2 + Math.random() * base / 2));
+      }
+    }
   }
 
   on(ch, fn) {
