@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +25,9 @@ import (
 // and accounts, and a hub. Its Snapshot waits for the scenario session to
 // be idle and flushed, so a turn started by an accepted row is not blamed
 // on the next actor.
+// scenarioIDs numbers WebSocket scenario requests.
+var scenarioIDs atomic.Int64
+
 func withSessionAPI(t *testing.T) scenarioOptions {
 	return scenarioOptions{Deps: func(env *scenarioEnv, d *Deps) {
 		st := testkit.NewStack(t, testkit.StackOptions{
@@ -128,7 +133,10 @@ func wsCommand(frame map[string]any) func(t *testing.T, env *scenarioEnv, req *h
 			return res.StatusCode, string(b)
 		}
 		defer c.CloseNow()
-		f := map[string]any{"id": "scenario", "session": env.SessionID}
+		// A fresh request id each time: a followup's id is its send key,
+		// and scenarios send other content under the same actor.
+		id := fmt.Sprintf("scenario-%d", scenarioIDs.Add(1))
+		f := map[string]any{"id": id, "session": env.SessionID}
 		for k, v := range frame {
 			f[k] = v
 		}
@@ -148,7 +156,7 @@ func wsCommand(frame map[string]any) func(t *testing.T, env *scenarioEnv, req *h
 				OK    bool           `json:"ok"`
 				Error *service.Error `json:"error"`
 			}
-			if json.Unmarshal(msg, &r) != nil || r.Re != "scenario" {
+			if json.Unmarshal(msg, &r) != nil || r.Re != id {
 				continue
 			}
 			if r.OK {
