@@ -23,8 +23,12 @@ import (
 // The test binary doubles as the server: with HARNESS_TEST_SERVE=1 it runs
 // main's run() with the environment it was given (and the arguments after
 // "--", for a subcommand), so process tests exercise the real entry point,
-// signals and all.
+// signals and all. With HARNESS_TEST_COUNT_DB it plays an operator's
+// script reading the live database (countSessions).
 func TestMain(m *testing.M) {
+	if db := os.Getenv("HARNESS_TEST_COUNT_DB"); db != "" {
+		os.Exit(countSessions(db))
+	}
 	if os.Getenv("HARNESS_TEST_SERVE") == "1" {
 		var args []string
 		if i := slices.Index(os.Args, "--"); i >= 0 {
