@@ -30,21 +30,26 @@ account commands (they open the database themselves; stop the server first when 
   token list NAME              list NAME's tokens
   token revoke NAME ID         revoke one of NAME's tokens
   import FILE... --owner NAME  import session logs (Harness exports, DeepSeek Harness logs) for NAME
+safe while the server runs:
+  backup FILE                  copy the SQLite database to the new file FILE (mode 0600); PostgreSQL: use pg_dump
 `
 
 // errUsage marks a malformed command line; RunCLI prints the usage.
 var errUsage = errors.New("usage")
 
-// RunCLI runs the account subcommands of the server binary ("user ...",
-// "token ...", "import ..."). handled is false when args is none of them
-// and holds only flags, so main goes on to serve; any other word (cfg.Args,
-// what config.Load left after the flags) is an unknown command, refused
-// with the list rather than served: a mistyped command must not start a
-// server. Passwords come from stdin, never from args; a new token is
-// printed once to stdout.
+// RunCLI runs the subcommands of the server binary ("user ...",
+// "token ...", "import ...", "backup FILE"). handled is false when args is
+// none of them and holds only flags, so main goes on to serve; any other
+// word (cfg.Args, what config.Load left after the flags) is an unknown
+// command, refused with the list rather than served: a mistyped command
+// must not start a server. Passwords come from stdin, never from args; a
+// new token is printed once to stdout.
 func RunCLI(ctx context.Context, cfg config.Config, args []string, stdin io.Reader, stdout, stderr io.Writer) (handled bool, err error) {
 	if len(args) > 0 && args[0] == "import" {
 		return true, runImport(ctx, cfg, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "backup" {
+		return true, runBackup(ctx, cfg, args[1:], stdout, stderr)
 	}
 	defer func() {
 		if errors.Is(err, errUsage) {

@@ -1,5 +1,6 @@
 // Command web runs the Harness server: `go run ./cmd/web`. With `user` or
-// `token` as first argument it manages accounts instead (see README).
+// `token` as first argument it manages accounts instead, with `backup` it
+// copies the live SQLite database (see README).
 package main
 
 import (
@@ -30,7 +31,7 @@ func run(args []string) error {
 	defer stop()
 
 	cfgArgs := args
-	if len(args) > 0 && (args[0] == "user" || args[0] == "token" || args[0] == "import") {
+	if len(args) > 0 && (args[0] == "user" || args[0] == "token" || args[0] == "import" || args[0] == "backup") {
 		cfgArgs = nil
 	}
 	cfg, err := config.Load(cfgArgs, os.Getenv)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,11 +21,20 @@ import (
 )
 
 // The test binary doubles as the server: with HARNESS_TEST_SERVE=1 it runs
-// main's run() with the environment it was given, so process tests exercise
-// the real entry point, signals and all.
+// main's run() with the environment it was given (and the arguments after
+// "--", for a subcommand), so process tests exercise the real entry point,
+// signals and all. With HARNESS_TEST_COUNT_DB it plays an operator's
+// script reading the live database (countSessions).
 func TestMain(m *testing.M) {
+	if db := os.Getenv("HARNESS_TEST_COUNT_DB"); db != "" {
+		os.Exit(countSessions(db))
+	}
 	if os.Getenv("HARNESS_TEST_SERVE") == "1" {
-		if err := run(nil); err != nil {
+		var args []string
+		if i := slices.Index(os.Args, "--"); i >= 0 {
+			args = os.Args[i+1:]
+		}
+		if err := run(args); err != nil {
 			fmt.Fprintln(os.Stderr, "harness:", err)
 			os.Exit(1)
 		}

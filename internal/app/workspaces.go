@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"harness/internal/sandbox"
@@ -21,8 +22,16 @@ func (a *App) setupWorkspaces(ctx context.Context, sb *sandbox.Sandbox) error {
 		}
 	}
 	a.Sandbox = sb
+	var private []string
+	if a.Config.DBDriver == "sqlite" && a.Config.DBDSN != "" {
+		db, err := filepath.Abs(a.Config.DBDSN)
+		if err != nil {
+			return fmt.Errorf("database path: %w", err)
+		}
+		private = append(private, db)
+	}
 	ws, err := workspace.New(workspace.Deps{
-		Log: a.Log, Sandbox: sb, DataDir: a.Config.DataDir,
+		Log: a.Log, Sandbox: sb, DataDir: a.Config.DataDir, PrivateFiles: private,
 		Roots: a.workspaceRoots, GitHosts: a.gitHosts,
 		InUse:       a.Store.WorkspaceInUse,
 		Network:     a.sessionNetwork,

@@ -58,8 +58,12 @@ func openSQLite(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err e
 		return nil, wrap(err)
 	}
 	db.closers = append(db.closers, lock)
-	// Under the lock, so no other server has the files open.
-	if err := privateFiles(log, path); err != nil {
+	// Under the lock, so no other server has the files open, and before
+	// SQLite opens the file, so it creates nothing with the umask's mode.
+	if err := createPrivate(path); err != nil {
+		return nil, wrap(err)
+	}
+	if err := restrictFiles(log, path); err != nil {
 		return nil, wrap(err)
 	}
 
@@ -126,28 +130,43 @@ func openSQLite(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err e
 		return nil, wrap(err)
 	}
 	// SQLite gives the -wal and -shm files it creates the database file's
-	// mode; this holds on file systems where it cannot.
-	if err := privateFiles(log, path); err != nil {
+	// mode; this holds on file systems where it cannot. By path only: SQLite
+	// has the files open now (see restrictFiles).
+	if err := restrictFiles(log, path); err != nil {
 		return nil, wrap(err)
 	}
 	return db, nil
 }
 
-// privateFiles creates the database file with mode 0600 when it does not
-// exist yet (so SQLite never creates it with the umask's mode) and takes
-// group and other permission bits from the file and its -wal, -shm and
-// -journal siblings: they hold every session's transcript and the sealed
-// API keys.
-func privateFiles(log *slog.Logger, path string) error {
+// createPrivate creates the database file with mode 0600 when it does not
+// exist yet, so SQLite never creates it with the umask's mode. It must run
+// before SQLite opens the file: closing any descriptor of a file drops all
+// of this process's POSIX locks on it, SQLite's included (issue 26).
+func createPrivate(path string) error {
 	if runtime.GOOS == "windows" {
 		return nil // no group/other permission bits to take away
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return err // exists (nil), or cannot tell
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	return f.Close()
+}
+
+// restrictFiles takes group and other permission bits from the database
+// file and its -wal, -shm and -journal siblings: they hold every session's
+// transcript and the sealed API keys. It works by path (stat, chmod) and
+// never opens the files, so it is safe while SQLite holds its locks on
+// them, in this process or another.
+func restrictFiles(log *slog.Logger, path string) error {
+	if runtime.GOOS == "windows" {
+		return nil // no group/other permission bits to take away
 	}
 	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
 		st, err := os.Stat(p)

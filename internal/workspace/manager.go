@@ -47,6 +47,12 @@ type Deps struct {
 	// and scratch directories live under it, and no workspace may contain
 	// it or lie inside it otherwise.
 	DataDir string
+	// PrivateFiles are files outside the data directory that no workspace
+	// may contain either: the SQLite database when HARNESS_DB_DSN puts it
+	// elsewhere. The file tools run in the server's process, and a
+	// descriptor of the database closed there would drop SQLite's locks
+	// on it (besides exposing every session).
+	PrivateFiles []string
 	// Roots lists the workspace roots (configuration and Settings).
 	Roots func(ctx context.Context) ([]Root, error)
 	// GitHosts lists the hosts clones may use over the network.

@@ -94,13 +94,25 @@ func (m *Manager) UsableRoots(ctx context.Context, u User) ([]Root, error) {
 }
 
 // overlapsData reports whether dir is, contains or lies inside the data
-// directory: such a directory never becomes a workspace or a root.
+// directory, or contains a file of Deps.PrivateFiles: such a directory
+// never becomes a workspace or a root.
 func (m *Manager) overlapsData(dir string) bool {
 	data, err := filepath.EvalSymlinks(m.d.DataDir)
 	if err != nil {
 		data = m.d.DataDir
 	}
-	return within(dir, data) || within(data, dir)
+	if within(dir, data) || within(data, dir) {
+		return true
+	}
+	for _, f := range m.d.PrivateFiles {
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			f = real
+		}
+		if within(dir, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // ResolveDir checks that u may open the existing directory path as a

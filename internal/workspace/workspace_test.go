@@ -68,6 +68,36 @@ func TestRootsRefuseTheDataDirectory(t *testing.T) {
 	}
 }
 
+// A SQLite database outside the data directory (HARNESS_DB_DSN) is
+// private too: no root or workspace may contain it.
+func TestRootsRefuseTheDatabaseFile(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	dbDir := filepath.Join(top, "db")
+	for _, d := range []string{dbDir, filepath.Join(dbDir, "sub"), filepath.Join(top, "projects")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := New(Deps{Sandbox: sandboxtest.Shared(t), DataDir: t.TempDir(), PrivateFiles: []string{filepath.Join(dbDir, "harness.db")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		root string
+		ok   bool
+	}{
+		{top, false},                           // contains the database
+		{dbDir, false},                         // its directory: -wal, -shm too
+		{filepath.Join(top, "projects"), true}, // beside it
+		{filepath.Join(dbDir, "sub"), true},    // below it, without it
+	} {
+		if _, err := m.CheckRoot(tc.root); (err == nil) != tc.ok {
+			t.Errorf("CheckRoot(%s): err = %v, want ok=%v", tc.root, err, tc.ok)
+		}
+	}
+}
+
 func TestRelocate(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, nil, 0)
