@@ -135,9 +135,11 @@ func TestDiskFull(t *testing.T) {
 	}
 	var lastErr error
 	if !poll.Wait(t, func() bool {
-		evs, err := c.Events(ctx, s.ID, -1, 0)
-		lastErr = err
-		return err == nil && countTurnEnds(evs.Events, "") >= 1
+		// The reply is thousands of events: read every page.
+		if _, lastErr = c.Events(ctx, s.ID, -1, 1); lastErr != nil {
+			return false
+		}
+		return countTurnEnds(events(t, c, s.ID), "") >= 1
 	}, poll.Within(30*time.Second), poll.Every(50*time.Millisecond)) {
 		t.Fatalf("the turn never reached the store (%v)\n%s", lastErr, srv.logs.String())
 	}
