@@ -23,7 +23,7 @@ import (
 )
 
 // bigCorpusLog is the largest of the recorded DeepSeek Harness logs.
-const bigCorpusLog = "/work/shared/corpus/dsh-sessions/examples--headless-agent--advanced-toolchain--session.jsonl"
+var bigCorpusLog = filepath.Join(corpusDir, "examples--headless-agent--advanced-toolchain--session.jsonl")
 
 // killPoints is how many times each operation is interrupted.
 func killPoints() int {
