@@ -82,8 +82,9 @@ func (j *importJournal) complete() error {
 // failed, so the next start finishes the job.
 func (j *importJournal) abandon() { _ = j.f.Close() }
 
-// finishFailedImport ends a failed import's journal: removed when undo (what undoing
-// returned) succeeded, else kept for RepairImports.
+// finishFailedImport ends a failed import's journal: the file is removed
+// when undoing what the import made succeeded (undo is nil), else kept for
+// RepairImports.
 func (s *Service) finishFailedImport(ctx context.Context, id string, j *importJournal, undo error) {
 	if undo != nil {
 		s.log.ErrorContext(ctx, "import: undo failed; the next start removes the rest", "session", id, "err", undo)
