@@ -62,6 +62,11 @@ func runImport(ctx context.Context, cfg config.Config, args []string, stdout, st
 			err = fmt.Errorf("import: close: %w", cerr)
 		}
 	}()
+	// What a killed import (of this command or the server) left goes
+	// first, as the server's start does.
+	if err := a.Service.RepairImports(ctx); err != nil {
+		log.Warn("repair interrupted imports", "err", err)
+	}
 	u, err := a.Auth.GetUser(ctx, *owner)
 	if err != nil {
 		return fmt.Errorf("import: owner %s: %w", auth.NormalizeName(*owner), err)

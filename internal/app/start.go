@@ -10,7 +10,8 @@ import (
 // replica (its identity: nothing touches a session before it); with no
 // users, create the first admin from HARNESS_ADMIN_PASSWORD or log a
 // one-time setup link; refuse a non-loopback bind unless a user with a
-// password exists; then find workspaces stored with a relative path again,
+// password exists; then remove what a crash left of imports
+// (service.RepairImports), find workspaces stored with a relative path again,
 // restart interrupted clones and resume sessions with queued input (on
 // PostgreSQL only those whose lease this replica can take).
 //
@@ -31,6 +32,11 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	if err := a.Auth.CheckExposure(ctx, a.Config.Loopback()); err != nil {
 		return fmt.Errorf("listen on %s: %w; create one with `user add NAME --admin` or set HARNESS_ADMIN_PASSWORD, or bind 127.0.0.1", a.Config.Addr, err)
+	}
+	// Before anything serves or loads a session: what a crash left of an
+	// import goes.
+	if err := a.Service.RepairImports(ctx); err != nil {
+		a.Log.Error("repair interrupted imports", "err", err)
 	}
 	if err := a.Service.ResumeWorkspaces(ctx); err != nil {
 		a.Log.Error("resume workspaces", "err", err)

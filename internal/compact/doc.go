@@ -7,9 +7,12 @@
 // followed by the replacing tool/result; compaction/start, compaction/summary,
 // the replacing user/message (the checkpoint) and compaction/end form a
 // bracket, and exactly one compaction/end closes every start. An unmatched
-// compaction/start after the last session/end-seed is the compaction lock.
+// compaction/start after the last session/end-seed is the compaction lock;
+// one left by a crash is closed on cold load by the session's crash repair
+// (compaction/end{error: session.CompactionInterrupted}).
 //
 // Install hooks pressure compaction (agent/pre-step) and overflow recovery
 // (agent/request-error) into a driver.Manager; Compact runs a manual
-// compaction on an idle agent; OnLoad closes a bracket left open by a crash.
+// compaction on an idle agent; OnLoad makes a bracket still open in a
+// loaded log dead.
 package compact

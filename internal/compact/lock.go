@@ -50,8 +50,10 @@ func checkUnlocked(l *session.Log) error {
 }
 
 // OnLoad is a driver.Options.OnLoad hook: a cold-loaded log whose last
-// compaction bracket was left open by a crash gets a session/end-seed, so
-// the dead bracket no longer holds the compaction lock.
+// compaction bracket is still open gets a session/end-seed, so the dead
+// bracket no longer holds the compaction lock. Crash repair (which runs
+// first) closes every bracket a crash left open, so this is the backstop
+// for a log loaded without it.
 func OnLoad(l *session.Log) error {
 	if _, open := openBracket(l); !open {
 		return nil

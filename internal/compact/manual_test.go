@@ -113,8 +113,8 @@ func TestCase66ManualCompact(t *testing.T) {
 }
 
 // Manual compaction refuses a running agent and a live compaction lock; a
-// lock left by a crash (before the last end-seed, which OnLoad writes on
-// restart) is ignored.
+// lock left by a crash is released on restart: crash repair closes the
+// bracket with compaction/end{interrupted}.
 func TestCase66ManualBusy(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, config{window: 100_000})
@@ -141,10 +141,13 @@ func TestCase66ManualBusy(t *testing.T) {
 		t.Fatalf("a refused compaction logged %v", typesFrom(h, n-1))
 	}
 
-	// After a restart the bracket is dead: OnLoad put an end-seed after it.
+	// After a restart the bracket is closed, right after the dead start.
 	h.restart()
-	if last := lastOf(h, session.TypeEndSeed); last.Seq != n {
-		t.Fatalf("end-seed at %d, want %d right after the dead start\n%s", last.Seq, n, h.dump())
+	if end := lastOf(h, session.TypeCompactionEnd); end.Seq != n {
+		t.Fatalf("compaction/end at %d, want %d right after the dead start\n%s", end.Seq, n, h.dump())
+	}
+	if end, _ := only[session.CompactionEnd](t, h.events(), session.TypeCompactionEnd); end.CompactionID != "crashed" || end.Error != session.CompactionInterrupted {
+		t.Fatalf("end %+v", end)
 	}
 	h.summarizer(text(summaryText))
 	res, err := compact.Compact(h.ctx, h.agent, h.opts)

@@ -79,7 +79,7 @@ func compactRegion(ctx context.Context, r region) (outcome, error) {
 		return outcome{}, err
 	}
 	// A failure to log the closing marker leaves the start unmatched, which
-	// stays detectable (and is closed by OnLoad after a restart).
+	// stays detectable (and is closed by crash repair after a restart).
 	if _, err := l.Append(session.TypeCompactionEnd, session.CompactionEnd{CompactionID: id, Turn: turn}); err != nil {
 		return out, fmt.Errorf("compaction end: %w", err)
 	}

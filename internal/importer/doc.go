@@ -61,8 +61,9 @@
 // # Result
 //
 // The events Read returns pass session.Load and session.CheckInvariants. A
-// log that ends inside an open turn is closed the way crash repair closes
-// one (session.RepairClosers: synthetic tool results, step/end,
+// log that ends inside an open turn, or with a compaction bracket left
+// open, is closed the way crash repair closes one (session.RepairClosers:
+// compaction/end{error: interrupted}, synthetic tool results, step/end,
 // turn/end{interrupted}). The caller seeds a session with them (a seed: the
 // history is fixed; session/end-seed follows it).
 //

@@ -376,6 +376,26 @@ func TestOpenTurn(t *testing.T) {
 	checkLoads(t, res.Events)
 }
 
+// A log whose last compaction never ended (its writer died) gets the end
+// crash repair gives it: the compaction was interrupted.
+func TestOpenCompaction(t *testing.T) {
+	t.Parallel()
+	in := dsh(`{"type":"compaction/start","seq":0,"time":5,"data":{"compactionId":"k1","turn":null}}`)
+	res, err := importer.Read(strings.NewReader(in), importer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []session.Type{session.TypeCompactionStart, session.TypeCompactionEnd}
+	if got := types(res.Events); !slices.Equal(got, want) || res.Closed != 1 {
+		t.Fatalf("events %v closed %d", got, res.Closed)
+	}
+	end, _ := session.Decode[session.CompactionEnd](res.Events[1])
+	if end.CompactionID != "k1" || end.Turn != nil || end.Error != session.CompactionInterrupted {
+		t.Fatalf("end %+v", end)
+	}
+	checkLoads(t, res.Events)
+}
+
 // TestConvert covers shapes the corpus shows only outside a turn: a
 // request/header without provider and with tools given as names, a title
 // from the model, and an event dropped in the middle (seqs renumbered,

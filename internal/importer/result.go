@@ -37,7 +37,8 @@ type Result struct {
 	// {policy: never, source: delegation}); imported, the session has no
 	// parent and its owner answers approvals.
 	DelegatedApprovals bool
-	// Closed counts the closing events added for a turn left open.
+	// Closed counts the closing events added for a turn or a compaction
+	// bracket left open.
 	Closed int
 	// Notes say what was changed or dropped on the way.
 	Notes []string

@@ -48,9 +48,15 @@ const (
 	CodeRateLimited Code = "rate_limited"
 	// CodeCSRF: a form post or API call from a browser without its CSRF
 	// token (or with a wrong one).
-	CodeCSRF     Code = "csrf"
-	CodeInternal Code = "internal"
+	CodeCSRF Code = "csrf"
+	// CodeInsufficientStorage: the server's disk is full (models.IsDiskFull);
+	// what was refused left nothing behind.
+	CodeInsufficientStorage Code = "insufficient_storage"
+	CodeInternal            Code = "internal"
 )
+
+// diskFullMessage is what a person reads when the server's disk is full.
+const diskFullMessage = "the server's disk is full, so nothing was stored; try again once space is freed"
 
 // HTTPStatus is the status a REST response carries for the code.
 func (c Code) HTTPStatus() int {
@@ -77,6 +83,8 @@ func (c Code) HTTPStatus() int {
 		return http.StatusServiceUnavailable
 	case CodeCompactionFailed:
 		return http.StatusBadGateway
+	case CodeInsufficientStorage:
+		return http.StatusInsufficientStorage
 	default:
 		return http.StatusInternalServerError
 	}
@@ -185,6 +193,8 @@ func AsError(err error) *Error {
 		return wrap(CodeOpenTurn, "that point is inside a turn; fork at a completed turn boundary", err)
 	case session.CodeOf(err) == session.CodeInvalidBoundary:
 		return wrap(CodeBadRequest, "no event with that seq", err)
+	case models.IsDiskFull(err):
+		return wrap(CodeInsufficientStorage, diskFullMessage, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return wrap(CodeUnavailable, "request cancelled or timed out", err)
 	}

@@ -39,12 +39,13 @@ const DefaultImportTitle = "Imported session"
 // that differ from the log's, and approval policy "ask" when the log's
 // "never" was inherited from a parent session it no longer has.
 //
-// It is atomic: the row and every event are stored in one transaction, so
-// a failure (or a crash) leaves either nothing or the whole session; when
-// the stored session then fails to load, the row, its events and the
-// workspace are removed again. A log that cannot be converted is refused
-// with CodeBadRequest and a message naming the line; input over the cap
-// with CodeTooLarge.
+// It is atomic: the row and every event are stored in one transaction, and
+// the import is journaled (import_journal.go) from before its workspace is
+// made until it completed, so a failure leaves nothing (the row, its
+// events and the workspace are removed again) and so does a crash (the
+// next start removes what it made). A log that cannot be converted is
+// refused with CodeBadRequest and a message naming the line; input over
+// the cap with CodeTooLarge; a full disk with CodeInsufficientStorage.
 func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Session, error) {
 	if err := s.requireUser(a); err != nil {
 		return Session{}, err
@@ -60,8 +61,16 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 		mode = session.ModeAsk
 	}
 	title := importTitle(res)
-	dir, err := s.ws.CreateFresh(id)
+	journal, err := s.beginImport(id)
 	if err != nil {
+		return Session{}, s.fail(ctx, "import: begin", err)
+	}
+	dir, err := s.ws.CreateFresh(id)
+	if err == nil {
+		err = s.importStep(ctx, id, "begun")
+	}
+	if err != nil {
+		s.finishFailedImport(ctx, id, journal, s.ws.Remove(id, dir))
 		return Session{}, s.fail(ctx, "import: create workspace", err)
 	}
 	row := &models.Session{
@@ -71,26 +80,35 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 	}
 	events, err := importLog(row, res, by(a))
 	if err == nil {
-		err = s.importFault(id, "seeded")
+		err = s.importStep(ctx, id, "seeded")
+	}
+	if err == nil {
+		err = s.store.CreateSessionWithLog(ctx, row, events)
+		if err != nil {
+			err = fmt.Errorf("store: %w", err)
+		}
 	}
 	if err != nil {
-		s.removeWorkspace(ctx, row)
-		return Session{}, s.fail(ctx, "import: seed", err)
-	}
-	if err := s.store.CreateSessionWithLog(ctx, row, events); err != nil {
-		s.removeWorkspace(ctx, row)
-		return Session{}, s.fail(ctx, "import: store", err)
+		s.finishFailedImport(ctx, id, journal, s.ws.Remove(id, dir))
+		return Session{}, s.fail(ctx, "import: seed and store", err)
 	}
 	// The stored session must load the way every later load will.
-	_, err = s.mgr.Get(ctx, id)
+	err = s.importStep(ctx, id, "stored")
 	if err == nil {
-		err = s.importFault(id, "stored")
+		_, err = s.mgr.Get(ctx, id)
+	}
+	if err == nil {
+		s.importImages(ctx, a, id, events)
+		err = s.importStep(ctx, id, "loaded")
+	}
+	if err == nil {
+		// The commit point: from here on a restart keeps the session.
+		err = journal.complete()
 	}
 	if err != nil {
-		s.undoImport(ctx, row)
+		s.finishFailedImport(ctx, id, journal, s.undoImport(ctx, row))
 		return Session{}, s.fail(ctx, "import: load", err)
 	}
-	s.importImages(ctx, a, id, events)
 	s.log.InfoContext(ctx, "session imported", "session", id, "owner", a.UserID, "format", res.Format,
 		"events", len(res.Events), "route", route.Provider+"/"+route.Model, "mode", mode, "notes", res.Notes)
 	s.emit(Change{Kind: ChangeUpdated, Session: id})
@@ -200,35 +218,39 @@ func importError(err error) error {
 	return AsError(err)
 }
 
-// removeWorkspace removes an import's workspace when no row was stored.
-func (s *Service) removeWorkspace(ctx context.Context, row *models.Session) {
-	if err := s.ws.Remove(row.ID, row.Workspace); err != nil {
-		s.log.WarnContext(ctx, "import: remove workspace", "session", row.ID, "err", err)
-	}
-}
-
-// undoImport removes a stored import that did not load: agent, row,
-// events and workspace.
-func (s *Service) undoImport(ctx context.Context, row *models.Session) {
+// undoImport removes a stored import that did not complete: agent, row,
+// events, images and workspace. Only a failure to delete the row is
+// returned: the rest goes with it at the next start (RepairImports).
+func (s *Service) undoImport(ctx context.Context, row *models.Session) error {
 	ctx = context.WithoutCancel(ctx)
 	if err := s.mgr.Remove(ctx, row.ID); err != nil {
 		s.log.WarnContext(ctx, "import: stop agent", "session", row.ID, "err", err)
 	}
 	if err := s.store.DeleteSession(ctx, row.ID); err != nil && !isNotFound(err) {
-		s.log.ErrorContext(ctx, "import: delete session", "session", row.ID, "err", err)
+		return fmt.Errorf("delete session: %w", err)
 	}
 	s.store.Forget(row.ID)
-	s.removeWorkspace(ctx, row)
+	return s.ws.Remove(row.ID, row.Workspace)
 }
 
-// importFaults are failures tests inject into Import, by service: fn(id,
-// stage) runs once the log is seeded ("seeded") and once the session is
-// stored and loaded ("stored"); an error makes Import fail there.
-var importFaults sync.Map // *Service → func(id, stage string) error
-
-func (s *Service) importFault(id, stage string) error {
+// importStep marks a step of Import for tests: a fault injected in-process
+// (SetImportFault: "seeded", "stored") fails the import there, and
+// Deps.ImportStepPause waits at every step ("begun", "seeded", "stored",
+// "loaded") so that a test killing the server lands inside an import.
+func (s *Service) importStep(ctx context.Context, id, step string) error {
+	if s.importPause > 0 {
+		select {
+		case <-time.After(s.importPause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if fn, ok := importFaults.Load(s); ok {
-		return fn.(func(string, string) error)(id, stage)
+		return fn.(func(string, string) error)(id, step)
 	}
 	return nil
 }
+
+// importFaults are failures tests inject into Import, by service: fn(id,
+// step) runs at each step (importStep); an error makes Import fail there.
+var importFaults sync.Map // *Service → func(id, step string) error

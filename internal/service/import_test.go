@@ -200,7 +200,7 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 		t.Fatalf("error %v, want the line", err)
 	}
 
-	for _, stage := range []string{"seeded", "stored"} {
+	for _, stage := range []string{"begun", "seeded", "stored", "loaded"} {
 		var id string
 		service.SetImportFault(e.svc, func(sid, at string) error {
 			if at == stage {
@@ -230,6 +230,9 @@ func TestImportFailureLeavesNothing(t *testing.T) {
 	}
 	if entries() != dirs || count() != rows {
 		t.Fatalf("workspaces %d → %d, rows %d → %d", dirs, entries(), rows, count())
+	}
+	if des, err := os.ReadDir(filepath.Join(filepath.Dir(root), "imports")); err != nil || len(des) != 0 {
+		t.Fatalf("the import journal holds %v (%v), want nothing", des, err)
 	}
 	list, err := e.svc.ListSessions(ctx, e.alice, service.ListQuery{})
 	if err != nil || len(list.Sessions) != 0 {

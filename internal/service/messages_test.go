@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 
 	"harness/internal/auth"
 	"harness/internal/driver"
@@ -386,6 +390,10 @@ func TestErrorMapping(t *testing.T) {
 		{&session.Error{Code: session.CodeOpenTurn}, service.CodeOpenTurn, http.StatusConflict},
 		{service.Errorf(service.CodeTooLarge, "big"), service.CodeTooLarge, http.StatusRequestEntityTooLarge},
 		{errors.New("disk on fire /secret/path"), service.CodeInternal, http.StatusInternalServerError},
+		{&fs.PathError{Op: "mkdir", Path: "/data/x", Err: syscall.ENOSPC}, service.CodeInsufficientStorage, http.StatusInsufficientStorage},
+		{fmt.Errorf("store: %w", sqlite3.Error{Code: sqlite3.ErrFull}), service.CodeInsufficientStorage, http.StatusInsufficientStorage},
+		{fmt.Errorf("store: %w", sqlite3.Error{Code: sqlite3.ErrIoErr, SystemErrno: syscall.ENOSPC}), service.CodeInsufficientStorage, http.StatusInsufficientStorage},
+		{sqlite3.Error{Code: sqlite3.ErrIoErr}, service.CodeInternal, http.StatusInternalServerError},
 	}
 	for _, tt := range tests {
 		e := service.AsError(tt.err)

@@ -26,9 +26,11 @@ const (
 )
 
 // RepairClosers returns the deterministic closers of §1.8 for a log that ends
-// inside an open turn, in append order: approval/decided and
-// question/answered {cancelled} for every interaction of the open turn still
-// pending (nobody can answer it any more), a synthetic tool/result for every
+// inside an open turn or an open compaction bracket, in append order:
+// approval/decided and question/answered {cancelled} for every interaction
+// of the open turn still pending (nobody can answer it any more), a
+// compaction/end for every compaction/start without one
+// (compactionClosers), a synthetic tool/result for every
 // tool-call block of an assistant/message in the still-open step that has no
 // tool/result (TOOL_OUTCOME_UNKNOWN citing its tool/call when one was logged,
 // else TOOL_NOT_STARTED), then step/end if a step is open, then
@@ -101,8 +103,9 @@ func RepairClosers(events []Event) []Draft {
 			}
 		}
 	}
+	brackets := compactionClosers(events)
 	if !turnOpen {
-		return nil
+		return brackets
 	}
 	next := int64(len(events))
 	if len(events) > 0 {
@@ -117,6 +120,9 @@ func RepairClosers(events []Event) []Draft {
 	for _, id := range questions {
 		drafts = append(drafts, Draft{Type: TypeQuestionAnswered, Data: QuestionAnswered{ID: id, Outcome: QuestionCancelled}})
 	}
+	// A compaction inside the turn ran before its step (pressure) or in it
+	// (overflow): its end goes before the step and the turn close.
+	drafts = append(drafts, brackets...)
 	if stepOpen {
 		for _, callID := range calls {
 			if finished[callID] {

@@ -20,7 +20,8 @@ const maxImportUpload = importer.MaxBytes + 1<<20
 // POST /api/sessions/import (a JSON-lines log: a Harness export or a
 // DeepSeek Harness session log) → 201 session, owned by the caller. A log
 // that cannot be converted is 400 bad_request with the line in the
-// message; a body over the cap is 413 too_large.
+// message; a body over the cap is 413 too_large; a full disk is 507
+// insufficient_storage, with nothing left behind.
 func (s *Server) apiImport(c echo.Context) error {
 	sess, err := s.svc.Import(c.Request().Context(), ActorFrom(c), c.Request().Body)
 	if err != nil {
@@ -71,7 +72,7 @@ func (s *Server) pageImport(c echo.Context) error {
 	defer f.Close()
 	sess, err := s.svc.Import(c.Request().Context(), ActorFrom(c), f)
 	if err != nil {
-		if e := service.AsError(err); e.Code == service.CodeBadRequest || e.Code == service.CodeTooLarge {
+		if e := service.AsError(err); e.Code == service.CodeBadRequest || e.Code == service.CodeTooLarge || e.Code == service.CodeInsufficientStorage {
 			return s.renderSessions(c, e.Code.HTTPStatus(), "Import failed: "+e.Message)
 		}
 		return s.pageError(c, err)

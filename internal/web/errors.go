@@ -95,6 +95,8 @@ func codeOfStatus(status int) service.Code {
 		return service.CodeTooLarge
 	case http.StatusTooManyRequests:
 		return service.CodeRateLimited
+	case http.StatusInsufficientStorage:
+		return service.CodeInsufficientStorage
 	}
 	return service.CodeInternal
 }
