@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/mattn/go-sqlite3"
 )
 
 // ErrNotWritable: the database does not take writes now (a full disk, a
@@ -57,21 +53,6 @@ func (s *Store) probe(ctx context.Context) error {
 	return s.DB.W.WithContext(ctx).Exec(s.q(`INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`),
 		"store.write_probe", fmt.Sprint(now.UnixNano()), now).Error
-}
-
-// DiskFull reports whether err says the disk (or the database's quota) is
-// full: ENOSPC from the file system, SQLITE_FULL, or PostgreSQL's
-// disk_full (53100).
-func DiskFull(err error) bool {
-	if errors.Is(err, syscall.ENOSPC) {
-		return true
-	}
-	var se sqlite3.Error
-	if errors.As(err, &se) && se.Code == sqlite3.ErrFull {
-		return true
-	}
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "53100"
 }
 
 // failing returns the error of the last batch when it failed (nil once a

@@ -212,11 +212,11 @@ func OwnerAddr(err error) (string, bool) {
 }
 
 // DiskFull reports whether err says the server's disk is full.
-func DiskFull(err error) bool { return models.DiskFull(err) }
+func DiskFull(err error) bool { return models.IsDiskFull(err) }
 
 // storeCause names why the database refused a write, for a client.
 func storeCause(err error) string {
-	if models.DiskFull(err) {
+	if models.IsDiskFull(err) {
 		return "its disk is full"
 	}
 	return "its database does not take writes"
