@@ -33,6 +33,9 @@ const (
 	CloneProgress = "clone-progress"
 	// CloneDone is hit once a clone is done, before its outcome is logged.
 	CloneDone = "clone-done"
+	// CloneLogged is hit once a clone's outcome is logged, before the
+	// session row records it.
+	CloneLogged = "clone-logged"
 )
 
 var (

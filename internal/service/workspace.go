@@ -33,7 +33,9 @@ type WorkspaceInfo struct {
 	Kind   workspace.Kind `json:"kind"`
 	Path   string         `json:"path"`
 	Source string         `json:"source,omitempty"`
-	// State is "" when ready, "preparing" while a clone runs, "failed".
+	// State is "" when ready, "preparing" while a clone or a fork's copy
+	// runs, "failed" when a clone did not work, "interrupted" when a crash
+	// cut a fork's copy short.
 	State string `json:"state,omitempty"`
 	// Network: the session's tools may use the network.
 	Network bool `json:"network"`
@@ -282,6 +284,7 @@ func (s *Service) finishClone(ctx context.Context, ag *driver.Agent, src workspa
 		s.log.Error("clone: log the outcome", "session", id, "err", note)
 		return
 	}
+	crashpoint.Hit(crashpoint.CloneLogged)
 	if _, err := s.store.FinishWorkspace(ctx, id, state); err != nil {
 		s.log.Error("clone: record the workspace state", "session", id, "err", err)
 		return
