@@ -152,3 +152,48 @@ func countType(t *testing.T, e *wsEnv, id string, typ session.Type) int {
 	}
 	return n
 }
+
+// TestRepairTakenOverFailsOnlyForks: after a takeover a fork's copy left
+// preparing is failed once; a clone left preparing waits for a start (the
+// old owner's git may still write it), and a ready session is untouched.
+func TestRepairTakenOverFailsOnlyForks(t *testing.T) {
+	t.Parallel()
+	e := newWorkspaceEnv(t, 1<<20)
+	ctx := t.Context()
+	parent, err := e.svc.CreateSession(ctx, e.alice, service.NewSession{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		cols  map[string]any
+		state string
+	}{
+		{"a fork's copy", map[string]any{"workspace_kind": "fork", "workspace_source": parent.ID, "workspace_state": models.WorkspacePreparing}, models.WorkspaceInterrupted},
+		{"a clone", map[string]any{"workspace_kind": "clone", "workspace_source": e.projects, "workspace_state": models.WorkspacePreparing}, models.WorkspacePreparing},
+		{"a ready fork", map[string]any{"workspace_kind": "fork", "workspace_source": parent.ID}, models.WorkspaceReady},
+	} {
+		s, err := e.svc.CreateSession(ctx, e.alice, service.NewSession{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setRow(t, e, s.ID, c.cols)
+		for range 2 {
+			if err := e.svc.RepairTakenOver(ctx, s.ID); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		}
+		row, err := e.app.Store.GetSession(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantFailed := 0
+		if c.state == models.WorkspaceInterrupted {
+			wantFailed = 1
+		}
+		if row.WorkspaceState != c.state || countType(t, e, s.ID, session.TypeWorkspaceFailed) != wantFailed {
+			t.Errorf("%s: state %q, %d workspace/failed; want %q, %d", c.name, row.WorkspaceState,
+				countType(t, e, s.ID, session.TypeWorkspaceFailed), c.state, wantFailed)
+		}
+	}
+}
