@@ -537,7 +537,8 @@ func (p *Projection) apply(ev session.Event) error {
 			return err
 		}
 		if w.Interrupted {
-			p.notice(base, NoticeWorkspaceKO, "The workspace could not be prepared: "+w.Error)
+			// No empty workspace to go on in: the session takes no input.
+			p.notice(base, NoticeWorkspaceKO, "The workspace could not be prepared: "+w.Error+".")
 			break
 		}
 		p.notice(base, NoticeWorkspaceKO, "The workspace could not be prepared: "+w.Error+" The session goes on in an empty workspace.")
