@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,33 +18,35 @@ import (
 
 // forkCrashFiles is the size of the parent's workspace: thousands of small
 // files in nested directories, so the copy takes many steps to cut.
-const forkCrashFiles = 3000
+const forkCrashFiles = 2000
 
-// TestForkCopyKilledAtEveryPoint kills the server (SIGKILL, through the
-// test-only crashpoint hook) at 20 points of a fork's copy of a
-// 3,000-file workspace: after the 1st file, at points spread over the
-// copy, after its last file, after the copy before its outcome is logged,
-// and after the outcome is logged before the row records it. Each next
-// start repairs; after it every fork so far is either complete (the
-// parent's files, one workspace/ready) or failed (one workspace/failed
-// {interrupted}, an empty workspace, sends refused with
-// workspace_not_ready), never a partial workspace that looks ready. One
-// more start changes no fork's log: the repair happens once.
+// TestForkCopyKilledAtEveryPoint kills the server (SIGKILL) at 24 points
+// of a fork's copy of a 2,000-file workspace: 20 through the test-only
+// crashpoint hook (after the 1st file, at points spread over the copy,
+// after its last file, after the copy before its outcome is logged, after
+// the outcome is logged before the row records it) and 4 from outside, at
+// delays spread over a fork's measured duration. Each next start repairs;
+// after it every fork so far is either complete (the parent's files, one
+// workspace/ready) or failed (one workspace/failed {interrupted}, an empty
+// workspace, sends refused with workspace_not_ready), never a partial
+// workspace that looks ready. One more start changes no fork's log: the
+// repair happens once.
 func TestForkCopyKilledAtEveryPoint(t *testing.T) {
 	t.Parallel()
 	type point struct {
-		at    string
-		ready bool // the copy's outcome was logged before the kill
+		hook  string        // crashpoint; "" for a SIGKILL from outside
+		delay time.Duration // from outside: after the fork request is sent
+		want  outcome
 	}
-	spread := 17
+	spread, outside := 17, 4
 	if testing.Short() {
-		spread = 3
+		spread, outside = 3, 1
 	}
 	var points []point
 	for i := range spread + 1 {
-		points = append(points, point{at: fmt.Sprintf("%s:%d", crashpoint.ForkCopyFile, 1+i*(forkCrashFiles-1)/spread)})
+		points = append(points, point{hook: fmt.Sprintf("%s:%d", crashpoint.ForkCopyFile, 1+i*(forkCrashFiles-1)/spread), want: outcomeFailed})
 	}
-	points = append(points, point{at: crashpoint.ForkCopied + ":1"}, point{at: crashpoint.ForkLogged + ":1", ready: true})
+	points = append(points, point{hook: crashpoint.ForkCopied + ":1", want: outcomeFailed}, point{hook: crashpoint.ForkLogged + ":1", want: outcomeReady})
 
 	dir := t.TempDir()
 	token := newToken(t, dir)
@@ -54,39 +57,66 @@ func TestForkCopyKilledAtEveryPoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := writeTree(t, parent.Workspace.Path, forkCrashFiles)
+	want := outcomes{}
+	files := writeTree(t, parent.Workspace.Path, forkCrashFiles)
+	// One fork without a kill: complete, and how long a fork takes here.
+	began := time.Now()
+	first, err := c.Fork(ctx, parent.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	want[first.ID] = outcomeReady
+	checkForks(t, c, files, want)
 	srv.kill()
+	for i := range outside {
+		points = append(points, point{delay: took * time.Duration(i) / time.Duration(outside), want: outcomeEither})
+	}
 
-	wantReady := map[string]bool{} // fork id → its copy must have finished
-	// adopt finds the fork the last point made (its start repaired it).
+	// adopt finds the fork the last point made (its start repaired it); a
+	// kill from outside may come before the fork exists.
 	adopt := func(last *point) {
 		t.Helper()
 		var made []string
 		for id := range forkIDs(t, c, parent.ID) {
-			if _, known := wantReady[id]; !known {
+			if _, known := want[id]; !known {
 				made = append(made, id)
 			}
 		}
 		switch {
-		case last == nil && len(made) == 0:
-		case last != nil && len(made) == 1:
-			wantReady[made[0]] = last.ready
+		case len(made) == 1 && last != nil:
+			want[made[0]] = last.want
+		case len(made) == 0 && (last == nil || last.hook == ""):
 		default:
 			t.Fatalf("after the last kill point: %d new forks", len(made))
 		}
 	}
 	var last *point
 	for _, p := range points {
-		srv = startServer(t, dir, "HARNESS_TEST_CRASH_AT="+p.at)
+		if p.hook != "" {
+			srv = startServer(t, dir, "HARNESS_TEST_CRASH_AT="+p.hook)
+		} else {
+			srv = startServer(t, dir)
+		}
 		c = client.New(srv.URL, client.WithToken(token))
 		adopt(last)
-		checkForks(t, c, parent.ID, want, wantReady)
-		_, err := c.Fork(ctx, parent.ID, nil)
-		if err == nil {
-			t.Fatalf("%s: the fork finished: the crash point was never reached", p.at)
-		}
-		if _, exited := srv.exitErr(30 * time.Second); !exited {
-			t.Fatalf("%s: the server did not die (%v)", p.at, err)
+		checkForks(t, c, files, want)
+		if p.hook != "" {
+			if _, err := c.Fork(ctx, parent.ID, nil); err == nil {
+				t.Fatalf("%s: the fork finished: the crash point was never reached", p.hook)
+			}
+			if _, exited := srv.exitErr(30 * time.Second); !exited {
+				t.Fatalf("%s: the server did not die", p.hook)
+			}
+		} else {
+			forked := make(chan struct{})
+			go func() {
+				defer close(forked)
+				_, _ = c.Fork(ctx, parent.ID, nil) // cut by the kill, or done before it
+			}()
+			time.Sleep(p.delay)
+			srv.kill()
+			<-forked
 		}
 		last = &p
 	}
@@ -94,30 +124,46 @@ func TestForkCopyKilledAtEveryPoint(t *testing.T) {
 	srv = startServer(t, dir)
 	c = client.New(srv.URL, client.WithToken(token))
 	adopt(last)
-	heads := checkForks(t, c, parent.ID, want, wantReady)
+	heads := checkForks(t, c, files, want)
 	srv.kill()
 	srv = startServer(t, dir)
 	c = client.New(srv.URL, client.WithToken(token))
-	again := checkForks(t, c, parent.ID, want, wantReady)
+	again := checkForks(t, c, files, want)
 	if !maps.Equal(heads, again) {
 		t.Fatalf("a further start changed the forks' logs: %v, then %v", heads, again)
 	}
-	n := 0
-	for _, r := range wantReady {
-		if !r {
-			n++
+	failed := 0
+	for _, id := range slices.Collect(maps.Keys(want)) {
+		s, err := c.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Workspace.State != "" {
+			failed++
 		}
 	}
-	t.Logf("%d kill points: %d forks failed as interrupted, %d complete", len(points), n, len(points)-n)
+	t.Logf("%d kill points (a fork took %v): %d forks failed as interrupted, %d complete", len(points), took, failed, len(want)-failed)
 }
 
-// checkForks checks every fork of parent made so far (wantReady): it
-// returns each fork's event count.
-func checkForks(t *testing.T, c *client.Client, parent string, files map[string]string, wantReady map[string]bool) map[string]int {
+// outcome is what a fork's copy must have ended as after the repair.
+type outcome string
+
+const (
+	outcomeReady  outcome = "ready"  // complete and ready
+	outcomeFailed outcome = "failed" // failed as interrupted
+	outcomeEither outcome = "either" // the kill came from outside: either, never partial
+)
+
+// outcomes maps fork ids to the outcome each must have.
+type outcomes map[string]outcome
+
+// checkForks checks every fork made so far (want): it returns each
+// fork's event count.
+func checkForks(t *testing.T, c *client.Client, files map[string]string, want outcomes) map[string]int {
 	t.Helper()
 	ctx := context.Background()
 	heads := map[string]int{}
-	for id, ready := range wantReady {
+	for id, o := range want {
 		s, err := c.GetSession(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -133,7 +179,13 @@ func checkForks(t *testing.T, c *client.Client, parent string, files map[string]
 				failures = append(failures, e)
 			}
 		}
-		if ready {
+		if o == outcomeEither {
+			o = outcomeFailed
+			if s.Workspace.State == "" {
+				o = outcomeReady
+			}
+		}
+		if o == outcomeReady {
 			if len(readies) != 1 || len(failures) != 0 || s.Workspace.State != "" {
 				t.Fatalf("fork %s: %d ready, %d failed, state %q; want a ready workspace", id, len(readies), len(failures), s.Workspace.State)
 			}
