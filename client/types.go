@@ -35,7 +35,10 @@ type Workspace struct {
 	Kind   string `json:"kind"` // fresh | dir | clone | fork
 	Path   string `json:"path"`
 	Source string `json:"source,omitempty"`
-	// State is "" when ready, "preparing" while a clone runs, "failed".
+	// State is "" when ready, "preparing" while a clone or a fork's copy
+	// runs, "failed" (a clone that did not work; the session goes on in an
+	// empty workspace), "interrupted" (a crash cut the fork's copy short:
+	// the session takes no input; delete it).
 	State   string `json:"state,omitempty"`
 	Network bool   `json:"network"`
 }

@@ -199,10 +199,12 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Confiner:       a.Workspaces,
 		SessionTools:   a.sessionTools(),
 		Network:        a.Workspaces.Network,
-		Attachments:    driverstore.Store{S: a.Store},
-		Leases:         a.driverLeases(),
-		LeaseTTL:       cfg.Replica.LeaseTTL,
-		Children:       driverstore.Store{S: a.Store},
+		// The service is made below; tools run only after it is.
+		WorkspaceGate: func(ctx context.Context, id string) string { return a.Service.WorkspaceGate(ctx, id) },
+		Attachments:   driverstore.Store{S: a.Store},
+		Leases:        a.driverLeases(),
+		LeaseTTL:      cfg.Replica.LeaseTTL,
+		Children:      driverstore.Store{S: a.Store},
 	})
 	// One meter for the automatic triggers, the service and the renderer,
 	// so they share its incremental folds.

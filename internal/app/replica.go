@@ -12,6 +12,7 @@ import (
 	"harness/internal/driverstore"
 	"harness/internal/models"
 	"harness/internal/replica"
+	"harness/internal/service"
 	"harness/internal/ws"
 )
 
@@ -112,13 +113,28 @@ func (a *App) setupReplica() {
 	}
 	a.Replica = replica.New(replica.Deps{
 		Log: a.Log, ID: a.Leases.ID(), Key: a.replicaKey,
-		Bus: a.DB, Store: a.Store, Leases: a.Leases, Manager: a.Manager, TTL: a.Leases.TTL(),
+		Bus: a.DB, Store: a.Store, Leases: a.Leases, Manager: takeovers{a.Manager, a.Service}, TTL: a.Leases.TTL(),
 		ReloadSettings: a.reloadSettings,
 		RemoteAccess:   a.Auth.PublishRemote,
 	})
 	// Access taken away here is cut on the other replicas' sockets too.
 	// The subscription lasts as long as the process.
 	a.Auth.SubscribeAccess(a.Replica.AccessChanged)
+}
+
+// takeovers settles a taken-over session's workspace too: a fork's copy
+// its dead owner left preparing is failed by the replica that holds the
+// lease now (docs/lifecycle.md "Workspaces after a crash").
+type takeovers struct {
+	*driver.Manager
+	svc *service.Service
+}
+
+func (t takeovers) TakeOver(ctx context.Context, id string) error {
+	if err := t.Manager.TakeOver(ctx, id); err != nil {
+		return err
+	}
+	return t.svc.RepairTakenOver(ctx, id)
 }
 
 // settingsChanged returns what routes and MCP call after an admin's change:

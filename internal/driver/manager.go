@@ -80,6 +80,11 @@ type Options struct {
 	// Network reports whether a session's network policy lets its tools
 	// reach the network (web_fetch asks it); nil: never.
 	Network func(ctx context.Context, sessionID string) bool
+	// WorkspaceGate says why a session's workspace cannot be used by its
+	// tools now ("" when it can): being prepared, or a fork's copy a crash
+	// cut short. A step's tool bodies are refused with
+	// CodeWorkspaceNotReady then. nil: always usable.
+	WorkspaceGate func(ctx context.Context, sessionID string) (reason string)
 	// NoApprovals says no approval service exists (nobody can answer, e.g.
 	// an unattended runner): a call that asks is denied as unavailable and
 	// no approval/* event is logged.

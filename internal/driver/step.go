@@ -246,5 +246,8 @@ func (a *Agent) runTools(ctx context.Context, turn, step int, calls []llm.Conten
 		Around:      a.m.toolHooks.around(),
 		MaxParallel: a.m.opts.MaxParallelTools,
 	}
+	if gate := a.workspaceGate(ctx); gate != nil {
+		p.Around = append([]tools.ExecuteHook{gate}, p.Around...)
+	}
 	return p.Run(ctx, calls, turn, step, &toolEnv{a: a, turn: turn, step: step}, &toolSink{a: a, turn: turn, step: step})
 }

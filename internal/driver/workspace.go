@@ -4,7 +4,32 @@ import (
 	"context"
 
 	"harness/internal/session"
+	"harness/internal/tools"
 )
+
+// Tool error of a call refused because the session's workspace cannot be
+// used (Options.WorkspaceGate).
+const (
+	NameWorkspaceNotReady = "WorkspaceNotReadyError"
+	CodeWorkspaceNotReady = "WORKSPACE_NOT_READY"
+)
+
+// workspaceGate returns an execute hook that refuses every tool body of
+// the step when the workspace cannot be used, nil when it can. A subagent
+// asks for its parent's workspace (its sandbox).
+func (a *Agent) workspaceGate(ctx context.Context) tools.ExecuteHook {
+	g := a.m.opts.WorkspaceGate
+	if g == nil {
+		return nil
+	}
+	reason := g(ctx, a.sandbox)
+	if reason == "" {
+		return nil
+	}
+	return func(context.Context, *tools.Call, func(context.Context) (tools.Result, error)) (tools.Result, error) {
+		return tools.Result{}, tools.Errorf(NameWorkspaceNotReady, CodeWorkspaceNotReady, "%s", reason)
+	}
+}
 
 // WorkspaceProgress is a live step of a session's workspace being prepared
 // (a clone), or its end (Done; Failed with the reason).

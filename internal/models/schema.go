@@ -54,8 +54,9 @@ type Session struct {
 	// WorkspaceSource is what it came from: the opened directory, the
 	// clone source, or the parent session's id.
 	WorkspaceSource string `gorm:"size:1024;not null;default:''"`
-	// WorkspaceState is "" when ready, "preparing" while a clone runs and
-	// "failed" when it did not.
+	// WorkspaceState is "" when ready, "preparing" while a clone or a
+	// fork's copy runs, "failed" when a clone did not work and
+	// "interrupted" when a crash cut a fork's copy short.
 	WorkspaceState string `gorm:"size:16;not null;default:''"`
 	// PendingPrompt is the first message of a session whose workspace is
 	// being prepared; it is sent once the workspace is ready.

@@ -8,11 +8,17 @@ import (
 	"gorm.io/gorm"
 )
 
-// Workspace states.
+// Workspace states. A clone or a fork's copy starts preparing and ends
+// ready or failed; a fork's copy that a crash cut short ends interrupted
+// (docs/lifecycle.md "Workspaces after a crash").
 const (
 	WorkspaceReady     = ""
 	WorkspacePreparing = "preparing"
 	WorkspaceFailed    = "failed"
+	// WorkspaceInterrupted: the server stopped while the fork's copy ran;
+	// the workspace is incomplete, so the session takes no input and its
+	// tools do not run.
+	WorkspaceInterrupted = "interrupted"
 )
 
 // SetWorkspace records a session's workspace directory (a relocated fresh
@@ -24,6 +30,19 @@ func (s *Store) SetWorkspace(ctx context.Context, id, dir string) error {
 // SetWorkspaceState records whether a session's workspace is ready.
 func (s *Store) SetWorkspaceState(ctx context.Context, id, state string) error {
 	return s.setSessionColumns(ctx, id, map[string]any{"workspace_state": state})
+}
+
+// FinishWorkspace moves a session's workspace state from preparing to
+// state; it reports false (and changes nothing) when the workspace was no
+// longer preparing, so an outcome is recorded once whoever records it.
+func (s *Store) FinishWorkspace(ctx context.Context, id, state string) (bool, error) {
+	res := s.DB.W.WithContext(ctx).Model(&Session{}).
+		Where("id = ? AND workspace_state = ?", id, WorkspacePreparing).
+		Update("workspace_state", state)
+	if res.Error != nil {
+		return false, fmt.Errorf("finish workspace of %s: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
 }
 
 // SetNetwork records whether a session's tools may use the network.
@@ -66,7 +85,7 @@ func (s *Store) WorkspaceInUse(ctx context.Context, dir, except string) (bool, e
 }
 
 // SessionsPreparing lists sessions whose workspace was still being prepared
-// (a clone interrupted by a stop).
+// (a clone or a fork's copy interrupted by a stop or a crash).
 func (s *Store) SessionsPreparing(ctx context.Context) ([]Session, error) {
 	var rows []Session
 	err := s.DB.R.WithContext(ctx).Where("workspace_state = ?", WorkspacePreparing).Find(&rows).Error

@@ -536,6 +536,11 @@ func (p *Projection) apply(ev session.Event) error {
 		if err != nil {
 			return err
 		}
+		if w.Interrupted {
+			// No empty workspace to go on in: the session takes no input.
+			p.notice(base, NoticeWorkspaceKO, "The workspace could not be prepared: "+w.Error+".")
+			break
+		}
 		p.notice(base, NoticeWorkspaceKO, "The workspace could not be prepared: "+w.Error+" The session goes on in an empty workspace.")
 	case session.TypeSessionTitle:
 		// The title lives in the page header (rendered from the session

@@ -135,6 +135,7 @@ var projectionCases = []struct {
 		r.add(session.TypeModelSelected, session.ModelSelected{Provider: "p", Model: "m2", By: by})
 		r.add(session.TypeWorkspaceReady, session.WorkspaceReady{Kind: "clone", Source: "https://example.com/r.git", Commit: "0123456789abcdef", Files: 3, Bytes: 4096})
 		r.add(session.TypeWorkspaceFailed, session.WorkspaceFailed{Kind: "clone", Source: "x", Error: "no such repo."})
+		r.add(session.TypeWorkspaceFailed, session.WorkspaceFailed{Kind: "fork", Source: "p", Error: "the server stopped while copying the workspace", Interrupted: true})
 		r.add(session.TypeSessionTitle, session.SessionTitle{Title: "A <title>", Source: session.TitleSource("user")})
 	}},
 	{"compactions", func(r *run) {

@@ -37,8 +37,14 @@ func (s *Service) Fork(ctx context.Context, a *auth.Actor, id string, atSeq *int
 	if err != nil {
 		return Session{}, s.fail(ctx, "fork", err)
 	}
+	if reason := notReady(src); reason != "" {
+		// Its files are not all there: a copy of them would look whole.
+		return Session{}, Errorf(CodeWorkspaceNotReady, "cannot fork now: %s", reason)
+	}
 	parent := s.rowOf(src, auth.SessionRoleNone)
 	childID := uuid.NewString()
+	// Until the copy's outcome is recorded, no repair here may settle it.
+	defer s.jobs.track(childID)()
 	dir, err := s.ws.CreateFresh(childID)
 	if err != nil {
 		return Session{}, s.fail(ctx, "fork: create workspace", err)
@@ -49,6 +55,9 @@ func (s *Service) Fork(ctx context.Context, a *auth.Actor, id string, atSeq *int
 		Provider: parent.Provider, Model: parent.Model, Mode: string(parent.Mode),
 		ParentID: id, ForkSeq: int64(len(seed)) - 1, SeedLength: int64(len(seed)),
 		Effort: string(seedEffort(seed)),
+		// Preparing until the copy's outcome is logged: a crash during the
+		// copy leaves a state the next start repairs (repairFork).
+		WorkspaceState: models.WorkspacePreparing,
 	}
 	if err := s.newSession(ctx, row, seed); err != nil {
 		return Session{}, err

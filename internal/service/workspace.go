@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"harness/internal/auth"
+	"harness/internal/crashpoint"
 	"harness/internal/driver"
 	"harness/internal/models"
 	"harness/internal/sandbox"
@@ -32,7 +33,9 @@ type WorkspaceInfo struct {
 	Kind   workspace.Kind `json:"kind"`
 	Path   string         `json:"path"`
 	Source string         `json:"source,omitempty"`
-	// State is "" when ready, "preparing" while a clone runs, "failed".
+	// State is "" when ready, "preparing" while a clone or a fork's copy
+	// runs, "failed" when a clone did not work, "interrupted" when a crash
+	// cut a fork's copy short.
 	State string `json:"state,omitempty"`
 	// Network: the session's tools may use the network.
 	Network bool `json:"network"`
@@ -120,16 +123,43 @@ func workspaceInfo(row *models.Session) WorkspaceInfo {
 	return WorkspaceInfo{Kind: kind, Path: row.Workspace, Source: row.WorkspaceSource, State: row.WorkspaceState, Network: row.Network}
 }
 
-// workspaceReady refuses input while a session's workspace is prepared.
+// workspaceReady refuses input while a session's workspace is prepared,
+// and for good once a crash cut its fork's copy short.
 func (s *Service) workspaceReady(ctx context.Context, id string) error {
 	row, err := s.store.GetSession(ctx, id)
 	if err != nil {
 		return s.fail(ctx, "get session", err)
 	}
-	if row.WorkspaceState == models.WorkspacePreparing {
-		return Errorf(CodeWorkspaceNotReady, "the workspace is still being prepared (cloning %s); send your message when it is ready", row.WorkspaceSource)
+	if reason := notReady(row); reason != "" {
+		return Errorf(CodeWorkspaceNotReady, "%s", reason)
 	}
 	return nil
+}
+
+// notReady says why row's workspace cannot be used now, "" when it can.
+func notReady(row *models.Session) string {
+	switch row.WorkspaceState {
+	case models.WorkspacePreparing:
+		if row.WorkspaceKind == string(workspace.KindFork) {
+			return "the workspace is still being copied from the parent session; send your message when it is ready"
+		}
+		return "the workspace is still being prepared (cloning " + row.WorkspaceSource + "); send your message when it is ready"
+	case models.WorkspaceInterrupted:
+		return interruptedCopy
+	}
+	return ""
+}
+
+// WorkspaceGate is the driver's tool gate (driver.Options.WorkspaceGate):
+// why session id's tools may not run now, "" when they may. A failed
+// lookup lets them run: the turn's own writes fail on a broken store.
+func (s *Service) WorkspaceGate(ctx context.Context, id string) string {
+	row, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		s.log.WarnContext(ctx, "workspace gate: get session", "session", id, "err", err)
+		return ""
+	}
+	return notReady(row)
 }
 
 // jobs tracks background workspace preparations, so deleting a session
@@ -168,6 +198,28 @@ func (j *jobs) start(id string, fn func(ctx context.Context)) bool {
 	return true
 }
 
+// track records that session id's workspace is prepared in this process
+// outside a job (a fork's copy, in its request) until done is called.
+func (j *jobs) track(id string) (done func()) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.cancels[id] = func() {}
+	return func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		delete(j.cancels, id)
+	}
+}
+
+// running reports whether session id's workspace is prepared in this
+// process now.
+func (j *jobs) running(id string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, ok := j.cancels[id]
+	return ok
+}
+
 func (j *jobs) cancel(id string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -196,6 +248,7 @@ func (s *Service) startClone(id, dir string, src workspace.CloneSource) {
 		}
 		var last time.Time
 		res, err := s.ws.Clone(ctx, id, dir, src, func(p workspace.Progress) {
+			crashpoint.Hit(crashpoint.CloneProgress)
 			if time.Since(last) < progressEvery && p.Percent != 100 {
 				return
 			}
@@ -205,6 +258,7 @@ func (s *Service) startClone(id, dir string, src workspace.CloneSource) {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) && s.jobs.ctx.Err() != nil {
 			return // server stopping: the clone resumes at the next start
 		}
+		crashpoint.Hit(crashpoint.CloneDone)
 		s.finishClone(context.WithoutCancel(ctx), ag, src, res, err)
 	})
 }
@@ -226,9 +280,12 @@ func (s *Service) finishClone(ctx context.Context, ag *driver.Agent, src workspa
 		})
 	}
 	if note != nil {
+		// The row stays preparing: the next start settles it.
 		s.log.Error("clone: log the outcome", "session", id, "err", note)
+		return
 	}
-	if err := s.store.SetWorkspaceState(ctx, id, state); err != nil {
+	crashpoint.Hit(crashpoint.CloneLogged)
+	if _, err := s.store.FinishWorkspace(ctx, id, state); err != nil {
 		s.log.Error("clone: record the workspace state", "session", id, "err", err)
 		return
 	}
@@ -263,9 +320,10 @@ func (s *Service) sendHeldPrompt(ctx context.Context, id string) {
 	}
 }
 
-// ResumeWorkspaces runs at start: workspaces stored with a relative data
-// directory are found again under the current one, and clones a stop
-// interrupted start over.
+// ResumeWorkspaces runs at start, before the server serves: workspaces
+// stored with a relative data directory are found again under the current
+// one, and workspaces a stop or a crash left preparing are settled
+// (repairWorkspace: clones start over, forks' copies are failed).
 func (s *Service) ResumeWorkspaces(ctx context.Context) error {
 	rel, err := s.store.SessionsWithRelativeWorkspace(ctx)
 	if err != nil {
@@ -285,15 +343,13 @@ func (s *Service) ResumeWorkspaces(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, row := range preparing {
-		src := workspace.CloneSource{URL: row.WorkspaceSource}
-		if strings.HasPrefix(row.WorkspaceSource, "/") {
-			src = workspace.CloneSource{Local: row.WorkspaceSource}
+	var errs []error
+	for i := range preparing {
+		if err := s.repairWorkspace(ctx, &preparing[i]); err != nil {
+			errs = append(errs, err)
 		}
-		s.log.Info("clone interrupted by a stop: starting it again", "session", row.ID, "source", src.String())
-		s.startClone(row.ID, row.Workspace, src)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Close stops background workspace preparations and waits for them.
@@ -351,8 +407,10 @@ func (s *Service) SandboxStatus() sandbox.Status { return s.ws.Sandbox().Status(
 // (ok false while it runs).
 func (s *Service) SandboxKnown() (sandbox.Status, bool) { return s.ws.Sandbox().Known() }
 
-// copyForFork copies the parent's workspace into the fork's fresh one and
-// logs what was copied (or why nothing was).
+// copyForFork copies the parent's workspace into the fork's fresh one,
+// logs what was copied (or why nothing was), then marks the workspace
+// ready. The outcome is logged before the row changes: after a crash the
+// log says whether the copy finished (repairFork).
 func (s *Service) copyForFork(ctx context.Context, parent *models.Session, childID, dir string) {
 	rep, err := s.ws.CopyTree(ctx, parent.Workspace, dir)
 	if err != nil {
@@ -363,13 +421,23 @@ func (s *Service) copyForFork(ctx context.Context, parent *models.Session, child
 			s.log.WarnContext(ctx, "fork: empty the workspace", "session", childID, "err", rerr)
 		}
 	}
-	ag, ok := s.mgr.Lookup(childID)
-	if !ok {
+	crashpoint.Hit(crashpoint.ForkCopied)
+	// The outcome is recorded even if the request is gone meanwhile.
+	ctx = context.WithoutCancel(ctx)
+	ag, err := s.mgr.Get(ctx, childID)
+	if err != nil {
+		s.log.ErrorContext(ctx, "fork: load the session", "session", childID, "err", err)
 		return
 	}
 	copied := rep.Copied
 	ev := session.WorkspaceReady{Kind: string(workspace.KindFork), Source: parent.ID, Files: rep.Files, Bytes: rep.Bytes, Copied: &copied, Note: rep.Reason}
 	if err := ag.NoteWorkspace(ctx, session.TypeWorkspaceReady, ev); err != nil {
+		// The row stays preparing: the next start settles it.
 		s.log.ErrorContext(ctx, "fork: log the workspace copy", "session", childID, "err", err)
+		return
+	}
+	crashpoint.Hit(crashpoint.ForkLogged)
+	if _, err := s.store.FinishWorkspace(ctx, childID, models.WorkspaceReady); err != nil {
+		s.log.ErrorContext(ctx, "fork: record the workspace state", "session", childID, "err", err)
 	}
 }

@@ -21,10 +21,13 @@ type WorkspaceReady struct {
 	Note   string `json:"note,omitempty"`
 }
 
-// WorkspaceFailed records that a workspace could not be prepared (a clone
-// that failed); the session goes on with an empty workspace.
+// WorkspaceFailed records that a workspace could not be prepared: a clone
+// that failed (the session goes on with an empty workspace), or, with
+// Interrupted, a fork's copy the server's stop cut short (logged once by
+// the repair at the next start; the session takes no more input).
 type WorkspaceFailed struct {
-	Kind   string `json:"kind"`
-	Source string `json:"source"`
-	Error  string `json:"error"`
+	Kind        string `json:"kind"`
+	Source      string `json:"source"`
+	Error       string `json:"error"`
+	Interrupted bool   `json:"interrupted,omitempty"`
 }

@@ -292,7 +292,9 @@ func (s *Stack) buildProviders() {
 // over it.
 func (s *Stack) start() {
 	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces, Network: s.Workspaces.Network,
-		Attachments: driverstore.Store{S: s.Store}}
+		Attachments: driverstore.Store{S: s.Store},
+		// As the app wires it; the service is made below.
+		WorkspaceGate: func(ctx context.Context, id string) string { return s.Service.WorkspaceGate(ctx, id) }}
 	if s.opts.Subagents {
 		mopts.Children = driverstore.Store{S: s.Store}
 	}

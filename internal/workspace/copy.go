@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"harness/internal/crashpoint"
 )
 
 // CopyReport says what a fork copied of its parent's workspace.
@@ -193,6 +195,7 @@ func (c *copier) file(p string, perm fs.FileMode) error {
 		return fmt.Errorf("copy %s: the workspace grew past the fork cap while it was copied", p)
 	}
 	c.rep.Files++
+	crashpoint.Hit(crashpoint.ForkCopyFile)
 	return c.own(p)
 }
 

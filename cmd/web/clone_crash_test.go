@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"harness/client"
+	"harness/internal/crashpoint"
+	"harness/internal/testkit/poll"
+)
+
+// TestCloneKilledAtEveryPoint kills the server while it clones a local
+// 1,500-file repository: through the crashpoint hook at the clone's first
+// git line, after git finished before the outcome is logged, and after it
+// is logged before the row records it; and with a plain SIGKILL from
+// outside at delays spread over a clone's measured duration. After each
+// next start the clone is ready with exactly the repository's files and
+// one workspace/ready (a clone cut short starts over in its emptied
+// workspace), never ready and partial, never settled twice.
+func TestCloneKilledAtEveryPoint(t *testing.T) {
+	t.Parallel()
+	dir, root := t.TempDir(), t.TempDir()
+	// The clone runs as the sandbox's user, who must reach the data
+	// directory and the source (a root outside the data directory).
+	for _, d := range []string{filepath.Dir(dir), dir, root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo := filepath.Join(root, "repo")
+	want := writeTree(t, repo, 1500)
+	commitAll(t, repo)
+	token := newToken(t, dir)
+	env := "HARNESS_WORKSPACE_ROOTS=" + root
+	ctx := context.Background()
+	clone := client.NewSession{Title: "clone", Mode: "auto", Workspace: client.WorkspaceRequest{Kind: "clone", Source: repo}}
+
+	// One clone without a kill measures how long a clone takes here.
+	srv := startServer(t, dir, env)
+	c := client.New(srv.URL, client.WithToken(token))
+	began := time.Now()
+	s, err := c.CreateSession(ctx, clone)
+	if client.CodeOf(err) == "unavailable" {
+		t.Skipf("SKIPPED LOUDLY: this machine has no usable sandbox, so the server refuses clones: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClone(t, c, s.ID, want)
+	took := time.Since(began)
+	srv.kill()
+
+	type point struct {
+		hook  string        // crashpoint; "" for a SIGKILL from outside
+		delay time.Duration // after the create returned
+	}
+	points := []point{
+		{hook: crashpoint.CloneProgress + ":1"},
+		{hook: crashpoint.CloneDone + ":1"},
+		{hook: crashpoint.CloneLogged + ":1"},
+	}
+	outside := 4
+	if testing.Short() {
+		outside = 1
+	}
+	for i := range outside {
+		points = append(points, point{delay: took * time.Duration(i) / time.Duration(outside)})
+	}
+	ids := []string{s.ID}
+	for _, p := range points {
+		if p.hook != "" {
+			srv = startServer(t, dir, env, "HARNESS_TEST_CRASH_AT="+p.hook)
+		} else {
+			srv = startServer(t, dir, env)
+		}
+		c = client.New(srv.URL, client.WithToken(token))
+		s, err := c.CreateSession(ctx, clone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+		if p.hook != "" {
+			if _, exited := srv.exitErr(30 * time.Second); !exited {
+				t.Fatalf("%s: the server did not die", p.hook)
+			}
+		} else {
+			time.Sleep(p.delay)
+			srv.kill()
+		}
+		srv = startServer(t, dir, env)
+		c = client.New(srv.URL, client.WithToken(token))
+		checkClone(t, c, s.ID, want)
+		srv.kill()
+	}
+
+	// A further start settles nothing again.
+	srv = startServer(t, dir, env)
+	c = client.New(srv.URL, client.WithToken(token))
+	for _, id := range ids {
+		checkClone(t, c, id, want)
+	}
+	t.Logf("%d kill points; a clone took %v", len(points), took)
+}
+
+// checkClone waits for a clone to settle and checks it is ready with the
+// repository's files and exactly one outcome in its log.
+func checkClone(t *testing.T, c *client.Client, id string, files map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	var s client.Session
+	poll.Eventually(t, "the clone to settle", func() bool {
+		var err error
+		s, err = c.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Workspace.State != "preparing"
+	}, poll.Within(60*time.Second))
+	readies, failures := 0, 0
+	for _, e := range events(t, c, id) {
+		switch e.Type {
+		case "workspace/ready":
+			readies++
+		case "workspace/failed":
+			failures++
+		}
+	}
+	if s.Workspace.State != "" || readies != 1 || failures != 0 {
+		t.Fatalf("clone %s: state %q, %d ready, %d failed; want ready once", id, s.Workspace.State, readies, failures)
+	}
+	if got := readTree(t, s.Workspace.Path); !maps.Equal(got, files) {
+		t.Fatalf("clone %s is ready with %d of the repository's %d files", id, len(got), len(files))
+	}
+}
+
+// commitAll makes dir a git repository with everything in it committed.
+func commitAll(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "."},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "files"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
