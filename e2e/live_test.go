@@ -220,3 +220,54 @@ func TestReconnectMidStreamResumes(t *testing.T) {
 	}
 	b.noDuplicateIDs()
 }
+
+// TestLostAnswerResendsUnderTheSameKey: the socket drops right after a
+// message is sent, so its answer is lost; the page sends it again on the
+// new socket under the same request id (its idempotency key) and the
+// server stores it once: one bubble, one turn, the composer clear.
+func TestLostAnswerResendsUnderTheSameKey(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, serverOpts{})
+	b := s.newBrowser()
+	b.login(adminName, adminPass)
+	b.newSession("ask")
+	// The current socket closes as soon as it has sent a followup; the
+	// socket the page reconnects with is a new, unpatched one.
+	eval[bool](b, `(() => {
+		const s = window.harness.socket, ws = s.ws, send = ws.send.bind(ws);
+		window.sentIds = [];
+		ws.send = (data) => {
+			send(data);
+			const f = JSON.parse(data);
+			if (f.op === "followup") { window.sentIds.push(f.id); ws.close(4000, "test drop"); }
+		};
+		const request = s.request.bind(s);
+		s.request = (op, fields, id) => {
+			if (op === "followup" && s.ws !== ws) window.sentIds.push(id);
+			return request(op, fields, id);
+		};
+		return true;
+	})()`)
+	b.send("say this once")
+	b.waitJS("the socket to come back", `window.harness.socket.open && window.harness.socket.connections === 2`)
+	b.waitIdle()
+	b.waitTurns(1)
+	ids := eval[[]string](b, `window.sentIds`)
+	if len(ids) < 2 || ids[0] != ids[len(ids)-1] {
+		t.Fatalf("request ids sent %v: want the lost send repeated under its first id", ids)
+	}
+	if n := b.count(".item.user"); n != 1 {
+		t.Fatalf("%d user messages after the resend, want 1", n)
+	}
+	if got := b.text(".item.user .user-text"); got != "say this once" {
+		t.Fatalf("user message %q", got)
+	}
+	if hint := b.text("#composer-hint"); hint != "" {
+		t.Errorf("the composer still says %q", hint)
+	}
+	b.open(eval[string](b, `location.pathname`))
+	b.waitSynced()
+	if n := b.count(".item.user"); n != 1 {
+		t.Fatalf("%d user messages after a reload, want 1", n)
+	}
+}
