@@ -79,12 +79,16 @@ func run(args []string) error {
 		}
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	// A second signal ends the process at once.
+	stop()
+	log.Info("shutting down", "budget", cfg.ShutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	// Stop accepting requests, then close the WebSockets with 1001 (they are
-	// hijacked, so Shutdown does not wait for them), stop agents and drain
-	// writes: a.Close does the last three.
+	// One budget for all: stop accepting requests, then close the
+	// WebSockets with 1001 (they are hijacked, so Shutdown does not wait
+	// for them), stop agents and drain writes: a.Close does the last
+	// three. Whatever has not finished by the deadline is abandoned; the
+	// next start's crash repair covers it.
 	err = errors.Join(srv.Shutdown(shutdownCtx), a.Close(shutdownCtx))
 	log.Info("stopped", "err", err)
 	return err
