@@ -402,7 +402,7 @@ func within(ctx context.Context, what string, fn func() error) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("shutdown abandoned %s: %w", what, context.Cause(ctx))
+		return fmt.Errorf("shutdown did not wait for %s: %w", what, context.Cause(ctx))
 	}
 }
 
