@@ -52,12 +52,12 @@ func run(args []string) error {
 	// touched a session.
 	ln, err := a.Listen()
 	if err != nil {
-		_ = a.Close(context.Background())
+		closeApp(a, cfg.ShutdownTimeout)
 		return err
 	}
 	if err := a.Start(ctx); err != nil {
 		_ = ln.Close()
-		_ = a.Close(context.Background())
+		closeApp(a, cfg.ShutdownTimeout)
 		return err
 	}
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -74,7 +74,7 @@ func run(args []string) error {
 	select {
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
-			_ = a.Close(context.Background())
+			closeApp(a, cfg.ShutdownTimeout)
 			return fmt.Errorf("serve: %w", err)
 		}
 	case <-ctx.Done():
@@ -92,6 +92,14 @@ func run(args []string) error {
 	err = errors.Join(srv.Shutdown(shutdownCtx), a.Close(shutdownCtx))
 	log.Info("stopped", "err", err)
 	return err
+}
+
+// closeApp closes a after a failed start or serve, within the shutdown
+// budget like a stop.
+func closeApp(a *app.App, budget time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	_ = a.Close(ctx)
 }
 
 func newLogger(cfg config.Config) *slog.Logger {
