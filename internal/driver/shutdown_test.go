@@ -62,7 +62,13 @@ func TestShutdownWithinBudgetOnStalledStore(t *testing.T) {
 			t.Parallel()
 			st := &stallStore{release: make(chan struct{})}
 			h := newHarness(t, script(stallAfter(fake.Frame{Text: "long"}), textReply("the queued one ran")),
-				withStore(func(s driver.Store) driver.Store { st.Store = s; return st }))
+				withStore(func(s driver.Store) driver.Store {
+					if st.Store != nil {
+						return s // the restarted manager's store does not stall
+					}
+					st.Store = s
+					return st
+				}))
 			h.followup("long job")
 			waitChunk(h, llm.ChunkTextDelta)
 			// The send's own flush goes through (it is acknowledged); the
