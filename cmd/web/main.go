@@ -53,12 +53,12 @@ func run(args []string) error {
 	// touched a session.
 	ln, err := a.Listen()
 	if err != nil {
-		_ = a.Close(context.Background())
+		closeApp(a, cfg.ShutdownTimeout)
 		return err
 	}
 	if err := a.Start(ctx); err != nil {
 		_ = ln.Close()
-		_ = a.Close(context.Background())
+		closeApp(a, cfg.ShutdownTimeout)
 		return err
 	}
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -75,20 +75,32 @@ func run(args []string) error {
 	select {
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
-			_ = a.Close(context.Background())
+			closeApp(a, cfg.ShutdownTimeout)
 			return fmt.Errorf("serve: %w", err)
 		}
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	// A second signal ends the process at once.
+	stop()
+	log.Info("shutting down", "budget", cfg.ShutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	// Stop accepting requests, then close the WebSockets with 1001 (they are
-	// hijacked, so Shutdown does not wait for them), stop agents and drain
-	// writes: a.Close does the last three.
+	// One budget for all: stop accepting requests, then close the
+	// WebSockets with 1001 (they are hijacked, so Shutdown does not wait
+	// for them), stop agents and drain writes: a.Close does the last
+	// three. Whatever has not finished by the deadline is abandoned; the
+	// next start's crash repair covers it.
 	err = errors.Join(srv.Shutdown(shutdownCtx), a.Close(shutdownCtx))
 	log.Info("stopped", "err", err)
 	return err
+}
+
+// closeApp closes a after a failed start or serve, within the shutdown
+// budget like a stop.
+func closeApp(a *app.App, budget time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	_ = a.Close(ctx)
 }
 
 func newLogger(cfg config.Config) *slog.Logger {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,6 +107,8 @@ type App struct {
 	reserved reserved
 
 	stopDemo   func()
+	closeOnce  sync.Once
+	closeErr   error
 	advertise  string // the address registered for this replica (Listen)
 	registered bool   // the replicas row is written (Start)
 	replicaKey []byte // signs the requests between replicas (derived from the secret key)
@@ -347,23 +350,32 @@ func (a *App) Handler() http.Handler { return a.Web.Handler() }
 
 // Close closes the WebSockets (1001, going away), stops agents (their
 // queues survive for the next start), drains the writer and closes the
-// database.
+// database, all within ctx: what has not finished when ctx ends is
+// abandoned and named in the error (docs/lifecycle.md "Shutdown"). Later
+// calls return the first call's result.
 func (a *App) Close(ctx context.Context) error {
+	a.closeOnce.Do(func() { a.closeErr = a.close(ctx) })
+	return a.closeErr
+}
+
+func (a *App) close(ctx context.Context) error {
 	var errs []error
 	if a.Hub != nil {
 		errs = append(errs, a.Hub.Close(ctx))
 	}
 	if a.Replica != nil {
-		a.Replica.Close()
+		errs = append(errs, within(ctx, "stopping the replica's loops", noErr(a.Replica.Close)))
 	}
 	if a.Service != nil {
-		a.Service.Close() // background clones stop; they resume at the next start
+		// Background clones stop; they resume at the next start.
+		errs = append(errs, within(ctx, "stopping workspace clones", noErr(a.Service.Close)))
 	}
 	if a.Manager != nil {
 		errs = append(errs, a.Manager.Shutdown(ctx))
 	}
 	if a.MCP != nil {
-		a.MCP.Close() // sets of agents that never reached the manager
+		// Sets of agents that never reached the manager.
+		errs = append(errs, within(ctx, "closing MCP connections", noErr(a.MCP.Close)))
 	}
 	errs = append(errs, a.unregister(ctx))
 	errs = append(errs, a.closeParts(ctx))
@@ -378,10 +390,29 @@ func (a *App) closeParts(ctx context.Context) error {
 		cancel()
 	}
 	if a.DB != nil {
-		errs = append(errs, a.DB.Close())
+		// Not closing is a crash to SQLite, which it recovers from.
+		errs = append(errs, within(ctx, "closing the database", a.DB.Close))
 	}
 	if a.stopDemo != nil {
-		a.stopDemo()
+		errs = append(errs, within(ctx, "stopping the offline demo model", noErr(a.stopDemo)))
 	}
 	return errors.Join(errs...)
+}
+
+// within runs fn and waits for it until ctx ends; then fn is abandoned (it
+// goes on, and the process exits without it) and the error says what.
+func within(ctx context.Context, what string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("shutdown did not wait for %s: %w", what, context.Cause(ctx))
+	}
+}
+
+// noErr adapts a close that reports nothing to within.
+func noErr(fn func()) func() error {
+	return func() error { fn(); return nil }
 }

@@ -84,7 +84,9 @@ func (a *App) unregister(ctx context.Context) error {
 	if !a.registered {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Within the shutdown's budget: a row left behind expires like a
+	// crashed replica's.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	a.registered = false
 	return a.Leases.Unregister(ctx)

@@ -141,6 +141,13 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		}
 		c.AttachmentMax = n
 	}
+	if v := getenv("HARNESS_SHUTDOWN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			sbErrs = append(sbErrs, fmt.Errorf("HARNESS_SHUTDOWN_TIMEOUT: %w", err))
+		}
+		c.ShutdownTimeout = d
+	}
 	if err := parseClientLimits(&c.ClientLimits, getenv); err != nil {
 		sbErrs = append(sbErrs, err)
 	}
@@ -159,7 +166,7 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	fs.StringVar(&level, "log-level", level, "debug, info, warn or error (HARNESS_LOG_LEVEL)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json (HARNESS_LOG_FORMAT)")
 	fs.StringVar(&origins, "trusted-origins", origins, "comma-separated extra WebSocket origins (HARNESS_TRUSTED_ORIGINS)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown budget")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown budget (HARNESS_SHUTDOWN_TIMEOUT)")
 	fs.DurationVar(&c.IdleUnload, "idle-unload", c.IdleUnload, "unload idle agents after this long")
 	replicaFlags(fs, &c.Replica)
 	if err := fs.Parse(args); err != nil {

@@ -106,7 +106,9 @@ func (a *Agent) turn(act *activity, op openedTurn) (reason session.TurnEndReason
 			a.reportError(turnNo, step, err)
 		}
 		a.m.opts.Observer.TurnEnded(reason.Kind)
-		if err := a.m.store.Flush(context.WithoutCancel(ctx), a.id); err != nil {
+		// Not the turn's context, which a stop cancels: the manager's
+		// root, which only an abandoned shutdown cancels.
+		if err := a.m.store.Flush(a.m.baseCtx, a.id); err != nil {
 			a.reportError(turnNo, step, fmt.Errorf("flush at turn end: %w", err))
 		}
 	}()

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,6 +172,9 @@ type Manager struct {
 	clock     func() int64
 	rand      func() float64
 	baseCtx   context.Context // root of every turn's context and of housekeeping
+	// abandon cancels baseCtx when Shutdown's budget is spent, so every
+	// flush and statement still waiting gives up.
+	abandon context.CancelCauseFunc
 
 	mu      sync.Mutex
 	agents  map[string]*Agent
@@ -225,7 +231,9 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 			panic(fmt.Sprintf("driver: register the task tool: %v", err))
 		}
 	}
+	base, abandon := context.WithCancelCause(context.Background())
 	m := &Manager{
+		abandon:   abandon,
 		logger:    logger,
 		store:     store,
 		providers: opts.Providers,
@@ -235,7 +243,7 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 		opts:      opts,
 		clock:     opts.Clock,
 		rand:      opts.Rand,
-		baseCtx:   context.Background(),
+		baseCtx:   base,
 		agents:    map[string]*Agent{},
 		loading:   map[string]*loadCall{},
 		stopping:  map[string]*Agent{},
@@ -562,10 +570,24 @@ func (m *Manager) TakeOver(ctx context.Context, id string) error {
 // workspace (not on the shared volume here), so it does not take it.
 var ErrUnreachable = errors.New("session workspace not reachable from this replica")
 
+// ErrShutdownAbandoned is wrapped when Shutdown's budget ran out before
+// every agent stopped and every write was stored.
+var ErrShutdownAbandoned = errors.New("shutdown abandoned unfinished work")
+
 // Shutdown cancels running turns (keeping their queues for the next start),
-// waits for every agent to go idle, and flushes.
+// waits for every agent to go idle, and flushes, all within ctx. When ctx
+// ends first, what is still waiting is abandoned: the manager's root context
+// is cancelled (flushes and statements honouring it give up), the error
+// names the unfinished work, and Shutdown returns. Nothing acknowledged is
+// lost: an event a caller was told is stored was flushed before, and the
+// next start's crash repair closes a turn whose end was not written. Later
+// calls return nil at once.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
 	m.closed = true
 	agents := make([]*Agent, 0, len(m.agents))
 	for _, a := range m.agents {
@@ -581,21 +603,107 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		a.mu.Unlock()
 		a.Cancel(session.CancelCause{Kind: session.CauseShutdown}, true)
 	}
+	// The drain runs apart so that a store which ignores ctx (a dead disk)
+	// cannot hold Shutdown past its budget.
+	d := &drain{left: map[string]string{}}
+	for _, a := range agents {
+		d.left[a.id] = "stopping its turn"
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.drain(ctx, agents, d) }()
+	select {
+	case err := <-done:
+		if err == nil || ctx.Err() == nil {
+			m.abandon(nil)
+			return err
+		}
+	case <-ctx.Done():
+	}
+	what := d.abandoned()
+	err := fmt.Errorf("%w: %s: %w", ErrShutdownAbandoned, what, context.Cause(ctx))
+	m.abandon(err)
+	// The next start's crash repair closes an open turn whose events were
+	// not stored as interrupted.
+	m.logger.Error("shutdown budget spent: abandoning unfinished writes", "abandoned", what, "err", context.Cause(ctx))
+	return err
+}
+
+// drain is the progress of Shutdown's waits: the sessions not yet done (and
+// what each still waits for) and the manager-wide step under way.
+type drain struct {
+	mu   sync.Mutex
+	left map[string]string // session → what it still waits for
+	step string
+}
+
+func (d *drain) set(id, what string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if what == "" {
+		delete(d.left, id)
+		return
+	}
+	d.left[id] = what
+}
+
+func (d *drain) setStep(step string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.step = step
+}
+
+// abandoned describes the unfinished work, e.g. "session s1 (storing its
+// events), the pending inbox counts of 2 sessions".
+func (d *drain) abandoned() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(d.left))
+	var parts []string
+	for _, id := range ids {
+		parts = append(parts, fmt.Sprintf("session %s (%s)", id, d.left[id]))
+	}
+	if d.step != "" {
+		parts = append(parts, d.step)
+	}
+	if len(parts) == 0 {
+		return "nothing left"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// drain waits for agents to stop and flushes their events, stops the
+// background loops and records the pending inbox counts. Every wait honours
+// ctx; a store call that does not is abandoned by Shutdown.
+func (m *Manager) drain(ctx context.Context, agents []*Agent, d *drain) error {
 	var errs []error
 	for _, a := range agents {
 		if err := a.Wait(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("session %s did not stop: %w", a.id, err))
+			return errors.Join(append(errs, fmt.Errorf("session %s did not stop: %w", a.id, err))...)
 		}
 		a.closeSessionTools()
+		d.set(a.id, "storing its events")
 		if err := m.store.Flush(ctx, a.id); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("flush session %s: %w", a.id, err))
+			if ctx.Err() != nil {
+				return errors.Join(errs...)
+			}
+			d.set(a.id, "")
 			continue // the lease expires on its own; nothing is lost
 		}
+		d.set(a.id, "")
 		m.release(a.id, a.epoch)
 	}
+	d.setStep("the background loops (pending inbox counts, idle unloads, lease renewals)")
 	close(m.stop)
 	m.wg.Wait()
-	m.flushPending(ctx)
+	m.pendMu.Lock()
+	n := len(m.pendDirty)
+	m.pendMu.Unlock()
+	d.setStep(fmt.Sprintf("the pending inbox counts of %d sessions", n))
+	if err := m.flushPending(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	d.setStep("")
 	return errors.Join(errs...)
 }
 
@@ -618,16 +726,26 @@ func (m *Manager) pendingChanged(id string, n int) {
 	}
 }
 
-func (m *Manager) flushPending(ctx context.Context) {
+// flushPending writes the queue lengths changed since the last call. A
+// count that could not be written stays recorded for the next call.
+func (m *Manager) flushPending(ctx context.Context) error {
 	m.pendMu.Lock()
 	dirty := m.pendDirty
 	m.pendDirty = map[string]int{}
 	m.pendMu.Unlock()
+	var errs []error
 	for id, n := range dirty {
 		if err := m.store.SetPendingInbox(ctx, id, n); err != nil {
 			m.logger.Warn("record pending inbox", "session", id, "err", err)
+			errs = append(errs, fmt.Errorf("record pending inbox of session %s: %w", id, err))
+			m.pendMu.Lock()
+			if _, newer := m.pendDirty[id]; !newer {
+				m.pendDirty[id] = n
+			}
+			m.pendMu.Unlock()
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func (m *Manager) housekeeping() {
@@ -643,8 +761,9 @@ func (m *Manager) housekeeping() {
 		case <-m.stop:
 			return
 		case <-m.pendKick:
-			// Housekeeping serves no request: the manager's root context.
-			m.flushPending(m.baseCtx)
+			// Housekeeping serves no request: the manager's root context,
+			// which an abandoned shutdown cancels. Failures are logged.
+			_ = m.flushPending(m.baseCtx)
 		case <-tick.C:
 			m.unloadIdle()
 		}

@@ -372,7 +372,9 @@ func (w *Writer) dropLocked(st *sessState, refusal error) {
 }
 
 // Close writes everything queued and stops the goroutine. If ctx ends first
-// the remaining events are abandoned and reported in the error.
+// the remaining events are abandoned and reported in the error, and Close
+// returns without waiting for a commit under way: on a dead disk it may
+// never return.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	w.closing = true
@@ -381,12 +383,14 @@ func (w *Writer) Close(ctx context.Context) error {
 	select {
 	case <-w.done:
 	case <-ctx.Done():
-		w.kill()
-		<-w.done
 	}
 	w.kill()
 	w.mu.Lock()
-	left := w.npending
+	// Queued or in a batch under way: not known to be stored.
+	var left uint64
+	for _, st := range w.sessions {
+		left += st.enq - st.resolved
+	}
 	w.mu.Unlock()
 	if left > 0 {
 		err := ctx.Err()
