@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"harness/client"
+	"harness/internal/crashpoint"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/llm/openai"
@@ -51,7 +52,7 @@ func killDelays(t *testing.T, n int, span time.Duration) []time.Duration {
 
 // SIGKILL the server at 20 points spread over an import of the corpus's
 // biggest log (each import step paused by the test hook
-// HARNESS_TEST_IMPORT_PAUSE, so kills land between all of them), then
+// HARNESS_TEST_PAUSE_AT, so kills land between all of them), then
 // restart it: each time the import either exists complete (every event,
 // its workspace) or left nothing: no session, no workspace directory, no
 // journal file. An import the server acknowledged always exists.
@@ -68,7 +69,7 @@ func TestImportKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	const pause = 25 * time.Millisecond
-	env := "HARNESS_TEST_IMPORT_PAUSE=" + pause.String()
+	env := "HARNESS_TEST_PAUSE_AT=" + crashpoint.ImportStep + ":" + pause.String()
 	srv := startServer(t, dir, env)
 	c := client.New(srv.URL, client.WithToken(token))
 

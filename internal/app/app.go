@@ -213,13 +213,9 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	// so they share its incremental folds.
 	copts := compact.Options{Logger: log, Meter: compact.NewMeter()}
 	compact.Install(a.Manager, copts)
-	importPause, err := importStepPause(opts.Getenv)
-	if err != nil {
-		return nil, err
-	}
 	a.Service = service.New(service.Deps{
 		Log: log, Store: a.Store, Manager: a.Manager, Meta: driverstore.Store{S: a.Store}, Auth: a.Auth, Workspaces: a.Workspaces, Settings: a.Settings,
-		Compaction: copts, AttachmentMax: cfg.AttachmentMax, ImportStepPause: importPause,
+		Compaction: copts, AttachmentMax: cfg.AttachmentMax,
 	})
 	a.Markdown = render.NewMarkdown()
 	// One book of session figures for the pages and the live footers, so

@@ -6,7 +6,9 @@
 // and false in every binary built with go build. In a test binary,
 // HARNESS_TEST_CRASH_AT=name:N makes the N-th Hit of name (counted from 1
 // in this process) SIGKILL the process: no deferred call, no flush, no
-// shutdown code runs.
+// shutdown code runs. HARNESS_TEST_PAUSE_AT=name:D makes every Hit of name
+// wait D first, so that a test killing the server from outside at random
+// times lands between the points.
 package crashpoint
 
 import (
@@ -15,8 +17,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
+	"time"
 )
 
 // Points this repository hits.
@@ -36,6 +38,9 @@ const (
 	// CloneLogged is hit once a clone's outcome is logged, before the
 	// session row records it.
 	CloneLogged = "clone-logged"
+	// ImportStep is hit at each step of an import: its workspace made,
+	// its log built, stored, loaded.
+	ImportStep = "import-step"
 )
 
 var (
@@ -43,32 +48,40 @@ var (
 	target string
 	at     int64
 	count  atomic.Int64
+	paused string
+	pause  time.Duration
 )
 
 func load() {
 	if !testing.Testing() {
 		return
 	}
-	name, n, ok := strings.Cut(os.Getenv("HARNESS_TEST_CRASH_AT"), ":")
-	if !ok {
-		return
+	if name, n, ok := strings.Cut(os.Getenv("HARNESS_TEST_CRASH_AT"), ":"); ok {
+		if v, err := strconv.ParseInt(n, 10, 64); err == nil && v >= 1 {
+			target, at = name, v
+		}
 	}
-	v, err := strconv.ParseInt(n, 10, 64)
-	if err != nil || v < 1 {
-		return
+	if name, d, ok := strings.Cut(os.Getenv("HARNESS_TEST_PAUSE_AT"), ":"); ok {
+		if v, err := time.ParseDuration(d); err == nil && v > 0 {
+			paused, pause = name, v
+		}
 	}
-	target, at = name, v
 }
 
-// Hit counts a pass through the point name and kills the process at the
-// chosen pass.
+// Hit counts a pass through the point name: it waits there when asked to,
+// and kills the process at the chosen pass.
 func Hit(name string) {
 	once.Do(load)
+	if name == paused {
+		time.Sleep(pause)
+	}
 	if target == "" || name != target {
 		return
 	}
 	if count.Add(1) == at {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is on its way; nothing more may run
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill() // SIGKILL where there are signals
+		}
+		select {} // the kill is on its way; nothing more may run
 	}
 }

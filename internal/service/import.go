@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/internal/crashpoint"
 	"io"
 	"net/http"
 	"slices"
@@ -233,17 +234,13 @@ func (s *Service) undoImport(ctx context.Context, row *models.Session) error {
 	return s.ws.Remove(row.ID, row.Workspace)
 }
 
-// importStep marks a step of Import for tests: a fault injected in-process
-// (SetImportFault: "seeded", "stored") fails the import there, and
-// Deps.ImportStepPause waits at every step ("begun", "seeded", "stored",
-// "loaded") so that a test killing the server lands inside an import.
+// importStep marks a step of Import for tests: a crash point (process
+// tests kill or pause the server there) and a fault injected in-process
+// (SetImportFault: "seeded", "stored") that fails the import there.
 func (s *Service) importStep(ctx context.Context, id, step string) error {
-	if s.importPause > 0 {
-		select {
-		case <-time.After(s.importPause):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	crashpoint.Hit(crashpoint.ImportStep)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if fn, ok := importFaults.Load(s); ok {
 		return fn.(func(string, string) error)(id, step)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"harness/internal/auth"
 	"harness/internal/compact"
@@ -41,10 +40,6 @@ type Deps struct {
 	// figures, and manual compactions (Compact) run with them. Providers and
 	// CommandID are set per call. The zero value works (a private meter).
 	Compaction compact.Options
-	// ImportStepPause is a test hook: Import waits this long at each of its
-	// steps (importStep), so that a test killing the server lands inside an
-	// import. app sets it from HARNESS_TEST_IMPORT_PAUSE; zero otherwise.
-	ImportStepPause time.Duration
 }
 
 // AgentMeta is what the service needs of the adapter between the store
@@ -69,8 +64,6 @@ type Service struct {
 	compact   compact.Options
 	meters    *meterCache
 	attachMax int64
-	// importPause is Deps.ImportStepPause.
-	importPause time.Duration
 
 	changesMu sync.RWMutex
 	nextSub   int
@@ -100,9 +93,8 @@ func New(d Deps) *Service {
 		log: log, store: d.Store, mgr: d.Manager, meta: d.Meta, auth: d.Auth,
 		providers: d.Manager.Providers(), ws: d.Workspaces, settings: d.Settings, jobs: newJobs(),
 		compact: copts, meters: newMeterCache(meterCacheSize),
-		changes:     map[int]func(Change){},
-		attachMax:   cmp.Or(d.AttachmentMax, DefaultAttachmentMax),
-		importPause: d.ImportStepPause,
+		changes:   map[int]func(Change){},
+		attachMax: cmp.Or(d.AttachmentMax, DefaultAttachmentMax),
 	}
 }
 
