@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/json"
@@ -12,16 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the operator script's driver (countSessions)
-	"golang.org/x/sys/unix"
 
 	"harness/client"
 	"harness/internal/models"
 	"harness/internal/testkit/poll"
+
+	"harness/internal/testkit/proclocks"
 )
 
 // The server keeps SQLite's POSIX locks on its database for as long as it
@@ -53,7 +52,7 @@ func TestServerHoldsItsSQLiteLocks(t *testing.T) {
 	for _, f := range []string{db, db + "-shm"} {
 		n := heldPOSIXLocks(t, srv.cmd.Process.Pid, f)
 		if n == 0 {
-			t.Errorf("the server holds no POSIX lock on %s:\n%s", filepath.Base(f), readProcLocks(t))
+			t.Errorf("the server holds no POSIX lock on %s:\n%s", filepath.Base(f), proclocks.Table())
 		}
 		t.Logf("the server (pid %d) holds %d POSIX lock(s) on %s", srv.cmd.Process.Pid, n, filepath.Base(f))
 	}
@@ -138,7 +137,7 @@ func TestLiveDatabaseReadersLoseNothing(t *testing.T) {
 	}, poll.Within(60*time.Second))
 	for _, f := range []string{db, db + "-shm"} {
 		if heldPOSIXLocks(t, srv.cmd.Process.Pid, f) == 0 {
-			t.Errorf("after the reads the server holds no POSIX lock on %s:\n%s", filepath.Base(f), readProcLocks(t))
+			t.Errorf("after the reads the server holds no POSIX lock on %s:\n%s", filepath.Base(f), proclocks.Table())
 		}
 	}
 	// SQLite delivers at append and commits within the writer's window:
@@ -361,37 +360,12 @@ func sameJSON(a, b json.RawMessage) bool {
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
-// heldPOSIXLocks counts the POSIX (fcntl) locks pid holds on path's inode.
-// /proc/locks names a file as MAJ:MIN:INODE, the device numbers in hex:
-//
-//	3: POSIX  ADVISORY  READ 10827 fe:00:9978211 1073741826 1073742335
-//
-// Lines with "->" are requests still waiting, not locks held.
+// heldPOSIXLocks counts the POSIX locks pid holds on path.
 func heldPOSIXLocks(t *testing.T, pid int, path string) int {
 	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
+	n, err := proclocks.Held(pid, path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	dev := uint64(st.Dev)
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), st.Ino)
-	n := 0
-	sc := bufio.NewScanner(strings.NewReader(readProcLocks(t)))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || f[1] != "POSIX" || f[4] != strconv.Itoa(pid) || f[5] != id {
-			continue
-		}
-		n++
-	}
 	return n
-}
-
-func readProcLocks(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		t.Fatalf("read the kernel's lock table: %v", err)
-	}
-	return string(b)
 }

@@ -15,7 +15,7 @@ import (
 // one ending in "/" is a prefix.
 var layers = [][]string{
 	{"internal/llm", "internal/secrets", "internal/sandbox", "internal/files", "internal/auth", "client",
-		"internal/testkit/poll", "internal/crashpoint", "internal/tools/builtin/globpat", "internal/tools/builtin/textdiff", "web/static", "third_party/"},
+		"internal/testkit/poll", "internal/testkit/proclocks", "internal/crashpoint", "internal/tools/builtin/globpat", "internal/tools/builtin/textdiff", "web/static", "third_party/"},
 	{"internal/session", "internal/llm/openai", "internal/config", "internal/sandbox/sandboxtest"},
 	{"internal/tools", "internal/importer", "internal/models", "internal/llm/fake"},
 	{"internal/tools/builtin", "internal/workspace", "internal/mcp", "internal/auth/authtest"},

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"harness/internal/testkit/poll"
+
+	"harness/internal/testkit/proclocks"
 )
 
 // TestBackupSQLiteWhileWriting backs up the database of a second process
@@ -53,7 +55,7 @@ func TestBackupSQLiteWhileWriting(t *testing.T) {
 	}
 	for _, f := range []string{path, path + "-shm"} {
 		if posixLocks(t, cmd.Process.Pid, f) == 0 {
-			t.Fatalf("the writer lost its POSIX locks on %s after the backup:\n%s", filepath.Base(f), procLocks(t))
+			t.Fatalf("the writer lost its POSIX locks on %s after the backup:\n%s", filepath.Base(f), proclocks.Table())
 		}
 	}
 	copied := backedUpLog(t, dst)

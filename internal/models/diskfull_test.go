@@ -14,14 +14,7 @@ import (
 // once space is back they are committed, and a reopened database has them.
 func TestWriterDiskFull(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: mounting a tmpfs to fill the disk needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: cannot mount a tmpfs (%v: %s)", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	dir := smallTmpfs(t)
 	path := filepath.Join(dir, "h.db")
 	db, err := Open(t.Context(), testLogger(t), Config{DSN: path})
 	if err != nil {
@@ -104,19 +97,10 @@ func TestWriterFlushRetriesNow(t *testing.T) {
 
 // A disk that fills while a session streams: every flush that says its
 // events are stored is true for every reader, and once space is back the
-// database holds the whole log, across a reopen. (A COMMIT that fails
-// with SQLITE_FULL may leave SQLite's transaction open; the writer must
-// not commit into it later as if it were new.)
+// database holds the whole log, across a reopen.
 func TestWriterDiskFillsMidStream(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: mounting a tmpfs to fill the disk needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: cannot mount a tmpfs (%v: %s)", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	dir := smallTmpfs(t)
 	path := filepath.Join(dir, "h.db")
 	db, err := Open(t.Context(), testLogger(t), Config{DSN: path})
 	if err != nil {
@@ -178,4 +162,18 @@ func TestWriterDiskFillsMidStream(t *testing.T) {
 	if err != nil || int64(len(evs)) != seq {
 		t.Fatalf("reopened: %d events, want %d (%v)", len(evs), seq, err)
 	}
+}
+
+// smallTmpfs mounts a 16 MiB tmpfs on a fresh directory (root only).
+func smallTmpfs(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED LOUDLY: mounting a tmpfs to fill the disk needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: cannot mount a tmpfs (%v: %s)", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
 }

@@ -3,16 +3,11 @@
 package models
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"harness/internal/testkit/proclocks"
 )
 
 // TestSQLiteKeepsItsLocks: after Open and a few commits the process still
@@ -37,7 +32,7 @@ func TestSQLiteKeepsItsLocks(t *testing.T) {
 	path := dbPath(t, db)
 	for _, f := range []string{path, path + "-shm"} {
 		if n := posixLocks(t, os.Getpid(), f); n == 0 {
-			t.Errorf("this process holds no POSIX lock on %s:\n%s", filepath.Base(f), procLocks(t))
+			t.Errorf("this process holds no POSIX lock on %s:\n%s", filepath.Base(f), proclocks.Table())
 		}
 	}
 }
@@ -53,37 +48,12 @@ func dbPath(t *testing.T, db *DB) string {
 	return file
 }
 
-// posixLocks counts the POSIX (fcntl) locks pid holds on path's inode.
-// /proc/locks names a file as MAJ:MIN:INODE, the device numbers in hex:
-//
-//	3: POSIX  ADVISORY  READ 10827 fe:00:9978211 1073741826 1073742335
-//
-// Lines with "->" are requests still waiting, not locks held.
+// posixLocks counts the POSIX locks pid holds on path.
 func posixLocks(t *testing.T, pid int, path string) int {
 	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
+	n, err := proclocks.Held(pid, path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	dev := uint64(st.Dev)
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), st.Ino)
-	n := 0
-	sc := bufio.NewScanner(strings.NewReader(procLocks(t)))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || f[1] != "POSIX" || f[4] != strconv.Itoa(pid) || f[5] != id {
-			continue
-		}
-		n++
-	}
 	return n
-}
-
-func procLocks(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		t.Fatalf("read the kernel's lock table: %v", err)
-	}
-	return string(b)
 }
