@@ -15,9 +15,9 @@ import (
 	"harness/internal/testkit/poll"
 )
 
-// TestCloneKilledAtEveryPoint kills the server while it clones a local
-// 1,500-file repository: through the crashpoint hook at the clone's first
-// git line, after git finished before the outcome is logged, and after it
+// TestCloneKilledAtEveryPoint kills the server at 20 points while it
+// clones a local 800-file repository: through the crashpoint hook at the
+// clone's first git lines, after git finished before the outcome is logged, and after it
 // is logged before the row records it; and with a plain SIGKILL from
 // outside at delays spread over a clone's measured duration. After each
 // next start the clone is ready with exactly the repository's files and
@@ -34,7 +34,7 @@ func TestCloneKilledAtEveryPoint(t *testing.T) {
 		}
 	}
 	repo := filepath.Join(root, "repo")
-	want := writeTree(t, repo, 1500)
+	want := writeTree(t, repo, 800)
 	commitAll(t, repo)
 	token := newToken(t, dir)
 	env := "HARNESS_WORKSPACE_ROOTS=" + root
@@ -62,12 +62,13 @@ func TestCloneKilledAtEveryPoint(t *testing.T) {
 	}
 	points := []point{
 		{hook: crashpoint.CloneProgress + ":1"},
+		{hook: crashpoint.CloneProgress + ":2"},
 		{hook: crashpoint.CloneDone + ":1"},
 		{hook: crashpoint.CloneLogged + ":1"},
 	}
-	outside := 4
+	outside := 16
 	if testing.Short() {
-		outside = 1
+		outside = 2
 	}
 	for i := range outside {
 		points = append(points, point{delay: took * time.Duration(i) / time.Duration(outside)})
