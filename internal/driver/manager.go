@@ -99,6 +99,13 @@ type Options struct {
 	// LeaseTTL is how long a lease lasts without renewal (default
 	// DefaultLeaseTTL); the manager renews at a third of it.
 	LeaseTTL time.Duration
+	// Leased runs, with Leases, after a cold load installed a session's
+	// agent under a lease this manager just took, before Get returns to
+	// the caller that loaded it: what a dead holder left unsettled is
+	// settled by whichever replica takes the lease next, however it was
+	// taken (a takeover, or any request that loads the session once the
+	// dead holder's lease lapsed). It may call Get for id. nil: nothing.
+	Leased func(ctx context.Context, id string)
 	// Children stores subagents' sessions; set, every agent but a
 	// subagent is offered the task tool (subagent.go). nil: no subagents.
 	Children ChildSessions
@@ -356,6 +363,9 @@ func (m *Manager) Get(ctx context.Context, id string) (*Agent, error) {
 	}
 	m.mu.Unlock()
 	close(c.done)
+	if c.err == nil && m.opts.Leases != nil && m.opts.Leased != nil {
+		m.opts.Leased(context.WithoutCancel(ctx), id)
+	}
 	return c.agent, c.err
 }
 
