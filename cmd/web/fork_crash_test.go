@@ -14,6 +14,7 @@ import (
 
 	"harness/client"
 	"harness/internal/crashpoint"
+	"harness/internal/testkit/poll"
 )
 
 // forkCrashFiles is the size of the parent's workspace: thousands of small
@@ -31,8 +32,24 @@ const forkCrashFiles = 2000
 // workspace, sends refused with workspace_not_ready), never a partial
 // workspace that looks ready. One more start changes no fork's log: the
 // repair happens once.
+//
+// On SQLite and on PostgreSQL, with the same 24 points each (a start on
+// PostgreSQL is as quick). On PostgreSQL a start after a crashpoint comes
+// once the dead server's leases lapsed (the start repairs), and after a
+// kill from outside at once, while they are still held: the new server
+// then repairs a fork when it takes its lease, by its takeover loop or by
+// the first request that loads it.
 func TestForkCopyKilledAtEveryPoint(t *testing.T) {
 	t.Parallel()
+	for _, mk := range backends(t) {
+		t.Run(mk.name, func(t *testing.T) {
+			t.Parallel()
+			testForkCopyKilled(t, mk.make(t))
+		})
+	}
+}
+
+func testForkCopyKilled(t *testing.T, b backend) {
 	type point struct {
 		hook  string        // crashpoint; "" for a SIGKILL from outside
 		delay time.Duration // from outside: after the fork request is sent
@@ -49,9 +66,9 @@ func TestForkCopyKilledAtEveryPoint(t *testing.T) {
 	points = append(points, point{hook: crashpoint.ForkCopied + ":1", want: outcomeFailed}, point{hook: crashpoint.ForkLogged + ":1", want: outcomeReady})
 
 	dir := t.TempDir()
-	token := newToken(t, dir)
+	token := b.token(t, dir)
 	ctx := context.Background()
-	srv := startServer(t, dir)
+	srv := startServer(t, dir, b.serverEnv()...)
 	c := client.New(srv.URL, client.WithToken(token))
 	parent, err := c.CreateSession(ctx, client.NewSession{Title: "parent", Mode: "auto"})
 	if err != nil {
@@ -93,13 +110,17 @@ func TestForkCopyKilledAtEveryPoint(t *testing.T) {
 	}
 	var last *point
 	for _, p := range points {
+		if last == nil || last.hook != "" {
+			b.lapse(t)
+		}
 		if p.hook != "" {
-			srv = startServer(t, dir, "HARNESS_TEST_CRASH_AT="+p.hook)
+			srv = startServer(t, dir, b.serverEnv("HARNESS_TEST_CRASH_AT="+p.hook)...)
 		} else {
-			srv = startServer(t, dir)
+			srv = startServer(t, dir, b.serverEnv()...)
 		}
 		c = client.New(srv.URL, client.WithToken(token))
 		adopt(last)
+		settleForks(t, b, srv, c, want)
 		checkForks(t, c, files, want)
 		if p.hook != "" {
 			if _, err := c.Fork(ctx, parent.ID, nil); err == nil {
@@ -121,12 +142,14 @@ func TestForkCopyKilledAtEveryPoint(t *testing.T) {
 		last = &p
 	}
 
-	srv = startServer(t, dir)
+	srv = startServer(t, dir, b.serverEnv()...)
 	c = client.New(srv.URL, client.WithToken(token))
 	adopt(last)
+	settleForks(t, b, srv, c, want)
 	heads := checkForks(t, c, files, want)
 	srv.kill()
-	srv = startServer(t, dir)
+	b.lapse(t)
+	srv = startServer(t, dir, b.serverEnv()...)
 	c = client.New(srv.URL, client.WithToken(token))
 	again := checkForks(t, c, files, want)
 	if !maps.Equal(heads, again) {
@@ -156,6 +179,39 @@ const (
 
 // outcomes maps fork ids to the outcome each must have.
 type outcomes map[string]outcome
+
+// settleForks waits, on PostgreSQL, until no fork made so far is
+// preparing: a fork whose dead owner's lease was still held at the start
+// is repaired once this server took it over. On SQLite the start repairs
+// before it serves: checkForks sees that at once.
+func settleForks(t *testing.T, b backend, srv *serverProc, c *client.Client, want outcomes) {
+	t.Helper()
+	if b.dsn == "" {
+		return
+	}
+	waited := false
+	defer func() {
+		if waited {
+			t.Log("a fork was repaired after the start, once its lease was taken over")
+		}
+	}()
+	stuck := ""
+	if !poll.Wait(t, func() bool {
+		for id := range want {
+			s, err := c.GetSession(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Workspace.State == "preparing" {
+				waited, stuck = true, id
+				return false
+			}
+		}
+		return true
+	}, poll.Within(30*time.Second)) {
+		t.Fatalf("fork %s is still preparing:\n%s", stuck, srv.logs)
+	}
+}
 
 // checkForks checks every fork made so far (want): it returns each
 // fork's event count.

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -56,21 +58,35 @@ func killDelays(t *testing.T, n int, span time.Duration) []time.Duration {
 // restart it: each time the import either exists complete (every event,
 // its workspace) or left nothing: no session, no workspace directory, no
 // journal file. An import the server acknowledged always exists.
+//
+// On SQLite and on PostgreSQL, with 20 points each (a start on PostgreSQL
+// is as quick). On PostgreSQL each start comes at once after the kill,
+// while the dead server's leases are still held: the journal's repair
+// does not wait for them.
 func TestImportKilled(t *testing.T) {
 	if testing.Short() {
 		t.Log("-short: fewer kill points")
 	}
 	t.Parallel()
+	for _, mk := range backends(t) {
+		t.Run(mk.name, func(t *testing.T) {
+			t.Parallel()
+			testImportKilled(t, mk.make(t))
+		})
+	}
+}
+
+func testImportKilled(t *testing.T, b backend) {
 	dir := t.TempDir()
-	token := newToken(t, dir)
+	token := b.token(t, dir)
 	ctx := context.Background()
 	log, err := os.ReadFile(bigCorpusLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const pause = 25 * time.Millisecond
-	env := "HARNESS_TEST_PAUSE_AT=" + crashpoint.ImportStep + ":" + pause.String()
-	srv := startServer(t, dir, env)
+	env := b.serverEnv("HARNESS_TEST_PAUSE_AT=" + crashpoint.ImportStep + ":" + pause.String())
+	srv := startServer(t, dir, env...)
 	c := client.New(srv.URL, client.WithToken(token))
 
 	// The reference: the same import, not interrupted.
@@ -93,7 +109,7 @@ func TestImportKilled(t *testing.T) {
 		srv.kill()
 		acked := <-done == nil
 
-		srv = startServer(t, dir, env)
+		srv = startServer(t, dir, env...)
 		c = client.New(srv.URL, client.WithToken(token))
 		after := sessionIDs(t, c)
 		var added []string
@@ -182,8 +198,23 @@ const summaryWords = 60
 // crash repair) every compaction/start has exactly one compaction/end (an
 // interrupted one says so), the log keeps its invariants, and the session
 // takes a new message and runs a turn.
+//
+// On SQLite and on PostgreSQL, with 20 points each (a start on PostgreSQL
+// is as quick). On PostgreSQL every other start comes once the dead
+// server's lease lapsed (its load repairs); the others come at once, while
+// the lease is still held, and the new server repairs the session when it
+// takes the lease, by its takeover loop or by a request that loads it.
 func TestCompactKilled(t *testing.T) {
 	t.Parallel()
+	for _, mk := range backends(t) {
+		t.Run(mk.name, func(t *testing.T) {
+			t.Parallel()
+			testCompactKilled(t, mk.make(t))
+		})
+	}
+}
+
+func testCompactKilled(t *testing.T, b backend) {
 	model := fake.NewServer(fake.Script{Responder: func(rec fake.Recorded) fake.Reply {
 		switch rec.Header.Get(openai.HeaderPurpose) {
 		case string(llm.PurposeCompaction):
@@ -196,10 +227,10 @@ func TestCompactKilled(t *testing.T) {
 		return fake.Reply{Text: strings.Repeat("A long answer that a checkpoint will replace. ", 200), Chunks: 4}
 	}}, fake.WithoutRecords())
 	url := model.Start(t)
-	env := []string{"OPENAI_API_KEY=test", "OPENAI_BASE_URL=" + url + "/v1", "OPENAI_MODEL=scripted"}
+	env := b.serverEnv("OPENAI_API_KEY=test", "OPENAI_BASE_URL="+url+"/v1", "OPENAI_MODEL=scripted")
 
 	dir := t.TempDir()
-	token := newToken(t, dir)
+	token := b.token(t, dir)
 	ctx := context.Background()
 	srv := startServer(t, dir, env...)
 	c := client.New(srv.URL, client.WithToken(token))
@@ -225,12 +256,19 @@ func TestCompactKilled(t *testing.T) {
 		srv.kill()
 		<-done
 
+		held := b.dsn != "" && i%2 == 1
+		if !held {
+			b.lapse(t)
+		}
 		srv = startServer(t, dir, env...)
 		c = client.New(srv.URL, client.WithToken(token))
 		// Opening the session loads it: crash repair runs on that cold
 		// load.
 		if _, err := c.GetSession(ctx, s.ID); err != nil {
 			t.Fatal(err)
+		}
+		if held {
+			takenOver(t, b, srv, c, s.ID)
 		}
 		evs := events(t, c, s.ID)
 		if err := session.CheckInvariants(toSession(t, evs)); err != nil {
@@ -260,6 +298,35 @@ func TestCompactKilled(t *testing.T) {
 		t.Fatalf("no kill landed inside a compaction: %v", outcomes)
 	}
 }
+
+// takenOver waits, on PostgreSQL, until srv holds the lease of session
+// id, which a killed server held at srv's start, and its load (and so its
+// crash repair) is done: a session loaded here answers with its live
+// state.
+func takenOver(t *testing.T, b backend, srv *serverProc, c *client.Client, id string) {
+	t.Helper()
+	m := replicaRegistered.FindStringSubmatch(srv.logs.String())
+	if m == nil {
+		t.Fatalf("no replica id in the log:\n%s", srv.logs)
+	}
+	db, err := sql.Open("pgx", b.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	poll.Eventually(t, "the new server to take the session's lease", func() bool {
+		var owner sql.NullString
+		err := db.QueryRow(`SELECT owner FROM session_leases WHERE session_id = $1 AND expires_at > now()`, id).Scan(&owner)
+		if err != nil || owner.String != m[1] {
+			return false
+		}
+		// Get waits for a load in progress.
+		_, err = c.GetSession(context.Background(), id)
+		return err == nil
+	}, poll.Within(30*time.Second))
+}
+
+var replicaRegistered = regexp.MustCompile(`msg="replica registered" replica=(\S+)`)
 
 // bracket is one compaction in a log: how many ends closed it and the
 // last end's error.

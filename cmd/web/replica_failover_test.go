@@ -212,3 +212,70 @@ func TestReplicaFailover(t *testing.T) {
 		t.Fatalf("%d takeovers logged, want 1\nB:\n%s\nC:\n%s", took, srvB.logs, srvC.logs)
 	}
 }
+
+// A server is killed mid-turn with a message queued, and another starts on
+// its PostgreSQL database at once, while the dead server's lease is still
+// held. A request to the new server loads the session as soon as the lease
+// lapses, before the takeover loop (a longer TTL here: it looks less
+// often) finds it orphaned: that load repairs the turn and runs the queued
+// message, as a takeover does; it used to leave it waiting for the next
+// input.
+func TestLoadOfALapsedLeaseRunsTheQueue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns servers; skipped with -short")
+	}
+	if os.Getenv(pgDSNEnv) == "" {
+		t.Skip("!!! SKIPPING: leases need PostgreSQL; set " + pgDSNEnv + " (.ci/run does) !!!")
+	}
+	t.Parallel()
+	b := backends(t)[1].make(t)
+	dir := t.TempDir()
+	tok := b.token(t, dir)
+	srv := startServer(t, dir, b.serverEnv()...)
+	ctx := t.Context()
+	c := client.New(srv.URL, client.WithToken(tok))
+	s, err := c.CreateSession(ctx, client.NewSession{Title: "queued at the kill", Mode: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked []string
+	for _, p := range []string{"long: 5000", "queued before the kill"} {
+		id, err := c.SendMessage(ctx, s.ID, p, "followup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, id)
+	}
+	poll.Eventually(t, "the turn to stream", func() bool {
+		return slices.ContainsFunc(events(t, c, s.ID), func(e client.Event) bool { return e.Type == "assistant/chunk" })
+	}, poll.Within(30*time.Second))
+	srv.kill()
+
+	srv = startServer(t, dir, append(slices.Clone(b.env), "HARNESS_LEASE_TTL=8s")...)
+	c = client.New(srv.URL, client.WithToken(tok))
+	var evs []client.Event
+	if !poll.Wait(t, func() bool {
+		_, _ = c.GetSession(ctx, s.ID) // loads it once the lease lapsed
+		evs = events(t, c, s.ID)
+		return countTurnEnds(evs, "interrupted") == 1 && countTurnEnds(evs, "completed") == 1 && hasUserMessage(evs, acked[1])
+	}, poll.Within(30*time.Second)) {
+		var types []string
+		for _, e := range evs {
+			if e.Type != "assistant/chunk" {
+				types = append(types, e.Type)
+			}
+		}
+		t.Fatalf("the queued message did not run: %v\n%s", types, srv.logs)
+	}
+	if err := session.CheckInvariants(toSession(t, evs)); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range acked {
+		if !inInbox(evs, m) {
+			t.Fatalf("acknowledged message %s is not in the log", m)
+		}
+	}
+	if strings.Contains(srv.logs.String(), "took over a session") {
+		t.Log("the takeover loop came first this time")
+	}
+}

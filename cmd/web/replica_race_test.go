@@ -168,3 +168,66 @@ func TestReplicaPausedOwnerIsFenced(t *testing.T) {
 		}
 	}
 }
+
+// Sends are idempotent across replicas: a message sent with a clientId
+// through replica A (the owner) and again, same key and content, through
+// replica B (a non-owner: it forwards to A) is one stored message, and
+// both answers name it; the key with other content is a conflict through
+// B too. Once A is killed and B has taken the session over, the key still
+// names the message (B rebuilt its keys from the log).
+func TestReplicaSendsStoreOnce(t *testing.T) {
+	t.Parallel()
+	procs, tok := replicaProcs(t, 2, time.Second)
+	a, b := procs[0], procs[1]
+	ca := client.New(a.URL, client.WithToken(tok))
+	cb := client.New(b.URL, client.WithToken(tok))
+	ctx := t.Context()
+	s, err := ca.CreateSession(ctx, client.NewSession{Title: "keys across replicas", Mode: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := client.NewKey()
+	first, err := ca.SendMessageKey(ctx, s.ID, "hello from anywhere", "followup", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := cb.SendMessageKey(ctx, s.ID, "hello from anywhere", "followup", key)
+	if err != nil || again != first {
+		t.Fatalf("the same key through replica-b: %q, %v; want %q", again, err, first)
+	}
+	if _, err := cb.SendMessageKey(ctx, s.ID, "something else", "followup", key); client.CodeOf(err) != "conflict" {
+		t.Fatalf("the key with other content through replica-b: %v, want conflict", err)
+	}
+	var evs []client.Event
+	poll.Eventually(t, "the message's turn to end", func() bool {
+		evs = events(t, cb, s.ID)
+		return countTurnEnds(evs, "") == 1
+	}, poll.Within(30*time.Second))
+	if n := queuedWithKey(evs, key); n != 1 {
+		t.Fatalf("%d messages stored under the key, want 1", n)
+	}
+
+	a.kill()
+	poll.Eventually(t, "replica-b to answer the key once it owns the session", func() bool {
+		id, err := cb.SendMessageKey(ctx, s.ID, "hello from anywhere", "followup", key)
+		if err != nil {
+			return false // forwarded to the dead owner until its lease lapses
+		}
+		if id != first {
+			t.Fatalf("the key after the takeover: %q, want %q", id, first)
+		}
+		return true
+	}, poll.Within(30*time.Second))
+	evs = events(t, cb, s.ID)
+	if n, m := queuedWithKey(evs, key), enteredWithKey(evs, key); n != 1 || m != 1 {
+		t.Fatalf("after the takeover: %d messages queued and %d run under the key, want 1 each", n, m)
+	}
+	if err := session.CheckInvariants(toSession(t, evs)); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"seq mismatch", "stored head", "session write failed"} {
+		if strings.Contains(b.logs.String(), bad) {
+			t.Fatalf("replica-b logged %q:\n%s", bad, b.logs)
+		}
+	}
+}

@@ -356,3 +356,27 @@ func TestSecondReplicaLeavesOwnedSessions(t *testing.T) {
 		t.Fatalf("B resumed A's sessions:\n%s", srvB.logs)
 	}
 }
+
+// pgLeaseTTL is the lease TTL of the kill tests' servers on PostgreSQL: a
+// killed server's leases lapse quickly.
+const pgLeaseTTL = time.Second
+
+// serverEnv is the environment of a kill test's server on this backend,
+// with extra: on PostgreSQL a short lease TTL.
+func (b backend) serverEnv(extra ...string) []string {
+	env := slices.Clone(b.env)
+	if b.dsn != "" {
+		env = append(env, "HARNESS_LEASE_TTL="+pgLeaseTTL.String())
+	}
+	return append(env, extra...)
+}
+
+// lapse waits, on PostgreSQL, until the leases a killed server held have
+// lapsed, so that the next start takes its sessions and repairs them
+// itself; on SQLite the lock died with the process.
+func (b backend) lapse(t *testing.T) {
+	t.Helper()
+	if b.dsn != "" {
+		waitLeasesLapsed(t, b.dsn)
+	}
+}

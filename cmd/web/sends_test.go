@@ -62,12 +62,22 @@ func userIDOf(t *testing.T, evs []client.Event, id string) string {
 // Sends are idempotent from outside: the same clientId over REST, a
 // WebSocket request re-sent with the same id on a new connection (its
 // answer was lost), and either again after a restart store one message
-// and answer its id; the same key with other content is a conflict.
+// and answer its id; the same key with other content is a conflict. On
+// SQLite and on PostgreSQL.
 func TestSendsStoreOnce(t *testing.T) {
 	t.Parallel()
+	for _, mk := range backends(t) {
+		t.Run(mk.name, func(t *testing.T) {
+			t.Parallel()
+			testSendsStoreOnce(t, mk.make(t))
+		})
+	}
+}
+
+func testSendsStoreOnce(t *testing.T, b backend) {
 	dir := t.TempDir()
-	token := newToken(t, dir)
-	srv := startServer(t, dir)
+	token := b.token(t, dir)
+	srv := startServer(t, dir, b.env...)
 	ctx := context.Background()
 	c := client.New(srv.URL, client.WithToken(token))
 	s, err := c.CreateSession(ctx, client.NewSession{})
@@ -110,7 +120,7 @@ func TestSendsStoreOnce(t *testing.T) {
 	if _, ok := srv.exitErr(20 * time.Second); !ok {
 		t.Fatal("server did not stop")
 	}
-	srv = startServer(t, dir)
+	srv = startServer(t, dir, b.env...)
 	c = client.New(srv.URL, client.WithToken(token))
 	if again, err := c.SendMessageKey(ctx, s.ID, "hello", "followup", rest); err != nil || again != first {
 		t.Fatalf("REST repeat after a restart: %q, %v; want %q", again, err, first)

@@ -26,6 +26,10 @@ import (
 // whole: every event the server reported stored is there unchanged, seqs
 // are contiguous, the open turn is closed as interrupted, and the queued
 // message runs.
+//
+// SQLite only: the fault is SQLite's file lock held by another process.
+// PostgreSQL has no such lock; a replica whose commits stall is fenced
+// and taken over instead (TestReplicaPausedOwnerIsFenced).
 func TestShutdownWithinBudgetWhileDatabaseLocked(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns servers; skipped with -short")

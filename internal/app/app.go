@@ -208,6 +208,14 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Leases:        a.driverLeases(),
 		LeaseTTL:      cfg.Replica.LeaseTTL,
 		Children:      driverstore.Store{S: a.Store},
+		// A fork's copy a dead replica left preparing is failed by the
+		// next holder of its lease (docs/lifecycle.md "Workspaces after a
+		// crash"); loads happen only once the service exists.
+		Leased: func(ctx context.Context, id string) {
+			if err := a.Service.RepairTakenOver(ctx, id); err != nil {
+				log.Error("repair a session whose lease was taken", "session", id, "err", err)
+			}
+		},
 	})
 	// One meter for the automatic triggers, the service and the renderer,
 	// so they share its incremental folds.

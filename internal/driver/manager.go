@@ -99,6 +99,14 @@ type Options struct {
 	// LeaseTTL is how long a lease lasts without renewal (default
 	// DefaultLeaseTTL); the manager renews at a third of it.
 	LeaseTTL time.Duration
+	// Leased runs, with Leases, after a cold load installed a session's
+	// agent under a lease this manager just took, before Get returns to
+	// the caller that loaded it (and before the waiting queue, which Get
+	// then runs unless paused): what a dead holder left unsettled is
+	// settled by whichever replica takes the lease next, however it was
+	// taken (a takeover, or any request that loads the session once the
+	// dead holder's lease lapsed). It may call Get for id. nil: nothing.
+	Leased func(ctx context.Context, id string)
 	// Children stores subagents' sessions; set, every agent but a
 	// subagent is offered the task tool (subagent.go). nil: no subagents.
 	Children ChildSessions
@@ -356,6 +364,17 @@ func (m *Manager) Get(ctx context.Context, id string) (*Agent, error) {
 	}
 	m.mu.Unlock()
 	close(c.done)
+	if c.err == nil && m.opts.Leases != nil {
+		// The lease was just taken: a dead holder's session goes on
+		// where it stopped, whichever request loaded it (the takeover
+		// loop no longer sees it as orphaned).
+		if m.opts.Leased != nil {
+			m.opts.Leased(context.WithoutCancel(ctx), id)
+		}
+		if m.runQueued(c.agent) {
+			m.logger.Info("ran the queued input of a session whose lease was taken", "session", id)
+		}
+	}
 	return c.agent, c.err
 }
 
@@ -536,16 +555,23 @@ func (m *Manager) resume(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	a.mu.Lock()
-	run := a.pendingLocked() && !queuePaused(a.log)
-	if run {
-		a.wakeLocked()
-	}
-	a.mu.Unlock()
+	run := m.runQueued(a)
 	if run {
 		m.logger.Info("resumed session with queued input", "session", id)
 	}
 	return run, nil
+}
+
+// runQueued starts a loaded agent's waiting queue unless the queue is
+// paused; it reports whether it did.
+func (m *Manager) runQueued(a *Agent) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	run := a.pendingLocked() && !queuePaused(a.log)
+	if run {
+		a.wakeLocked()
+	}
+	return run
 }
 
 // TakeOver loads a session whose owner replica stopped renewing its lease

@@ -48,6 +48,13 @@ func (s *Service) repairWorkspace(ctx context.Context, row *models.Session) erro
 	if err != nil {
 		return fmt.Errorf("repair workspace of %s: %w", row.ID, err)
 	}
+	// On PostgreSQL the load that took the lease settles a fork's copy
+	// itself (RepairTakenOver): nothing is left to do then.
+	if fresh, err := s.store.GetSession(ctx, row.ID); err != nil {
+		return fmt.Errorf("repair workspace of %s: %w", row.ID, err)
+	} else if fresh.WorkspaceState != models.WorkspacePreparing {
+		return nil
+	}
 	if state, ok := loggedOutcome(ag.Log()); ok {
 		if _, err := s.store.FinishWorkspace(ctx, row.ID, state); err != nil {
 			return fmt.Errorf("repair workspace of %s: %w", row.ID, err)
@@ -110,7 +117,11 @@ func loggedOutcome(l *session.Log) (state string, ok bool) {
 }
 
 // RepairTakenOver settles the fork's copy a dead replica left preparing in
-// session id, once this replica took the session's lease over. A clone is
+// session id, once this replica took the session's lease: over from the
+// dead holder, or on any load after that holder's lease lapsed (a request
+// that comes before the takeover loop; the loop then no longer sees the
+// session as orphaned, so without this the fork stayed preparing until a
+// restart). A clone is
 // left for the next start: the old owner's git may still write the
 // directory if that replica only hung, and a second clone into it could
 // look whole; a fork's failed copy cannot (its row refuses everything).
