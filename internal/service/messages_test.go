@@ -405,3 +405,28 @@ func TestErrorMapping(t *testing.T) {
 		}
 	}
 }
+
+// A refusal says whether anything was kept: a send taken back kept
+// nothing; a repeat of a kept send while the store takes no writes was
+// kept (its key names it), so it must not say nothing was.
+func TestStoreRefusalsSayWhatWasKept(t *testing.T) {
+	t.Parallel()
+	locked := fmt.Errorf("%w: begin: database is locked", models.ErrNotWritable)
+	tests := []struct {
+		err  error
+		kept bool
+	}{
+		{locked, false},
+		{fmt.Errorf("%w: %w", driver.ErrNotStored, fmt.Errorf("%w: write events", driver.ErrNotDurable)), false},
+		{fmt.Errorf("%w: %w", driver.ErrNotDurable, locked), true},
+	}
+	for _, tt := range tests {
+		e := service.AsError(tt.err)
+		if e.Code != service.CodeUnavailable {
+			t.Errorf("%v: code %s, want unavailable", tt.err, e.Code)
+		}
+		if nothing := strings.Contains(e.Message, "nothing was kept"); nothing == tt.kept || strings.Contains(e.Message, "applied once") != tt.kept {
+			t.Errorf("%v: %q; kept: %v", tt.err, e.Message, tt.kept)
+		}
+	}
+}
