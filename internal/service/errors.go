@@ -219,6 +219,10 @@ func OwnerAddr(err error) (string, bool) {
 // DiskFull reports whether err says the server's disk is full.
 func DiskFull(err error) bool { return models.IsDiskFull(err) }
 
+// WriteLocked reports whether err says another process holds the
+// database's write lock.
+func WriteLocked(err error) bool { return models.IsWriteLocked(err) }
+
 func nothingKept(err error) string {
 	return "the server cannot store anything now (" + storeCause(err) + "); nothing was kept: retry later (a message with the same clientId)"
 }
@@ -227,6 +231,9 @@ func nothingKept(err error) string {
 func storeCause(err error) string {
 	if models.IsDiskFull(err) {
 		return "its disk is full"
+	}
+	if models.IsWriteLocked(err) {
+		return "its database does not take writes: another process holds its write lock"
 	}
 	return "its database does not take writes"
 }
