@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -206,6 +207,39 @@ func TestRepeatWhileNotWritable(t *testing.T) {
 	}
 	if ok, err := h.agent.Repeat(keyed("refused", "u1", "k2"), cause); ok || err != nil {
 		t.Fatalf("the key of a send taken back: %v, %v; want no repeat", ok, err)
+	}
+	st.refuse.Store(false)
+}
+
+// refuseAfterTurnEnd refuses every flush from the first turn/end on.
+type refuseAfterTurnEnd struct {
+	refusingStore
+}
+
+func (s *refuseAfterTurnEnd) Enqueue(id string, ev session.Event) {
+	s.Store.Enqueue(id, ev)
+	if ev.Type == session.TypeTurnEnd {
+		s.refuse.Store(true)
+	}
+}
+
+// A turn whose end the store does not take yet (a full disk, a lock
+// another process holds) still ends as it did; viewers are told its events
+// are not stored yet, as a persistence failure, not an unknown one.
+func TestTurnEndNotStoredIsAPersistenceFailure(t *testing.T) {
+	t.Parallel()
+	st := &refuseAfterTurnEnd{}
+	h := newHarness(t, script(textReply("done")), withStore(func(s driver.Store) driver.Store { st.Store = s; return st }))
+	if _, err := h.agent.Send(h.ctx, keyed("hi", "u1", "k"), session.TargetNextTurn); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if end := h.lastTurnEnd(); end.Kind != session.ReasonCompleted {
+		t.Fatalf("turn end %+v, want completed", end)
+	}
+	errs := h.live.kinds(driver.LiveError)
+	if len(errs) != 1 || errs[0].Error.Code != driver.CodePersistence || !strings.Contains(errs[0].Error.Message, "not stored yet") {
+		t.Fatalf("error notifications %+v, want one persistence failure", errs)
 	}
 	st.refuse.Store(false)
 }
