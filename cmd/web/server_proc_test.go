@@ -24,10 +24,15 @@ import (
 // main's run() with the environment it was given (and the arguments after
 // "--", for a subcommand), so process tests exercise the real entry point,
 // signals and all. With HARNESS_TEST_COUNT_DB it plays an operator's
-// script reading the live database (countSessions).
+// script reading the live database (countSessions); with
+// HARNESS_TEST_LOCK_DB another process holding its write lock
+// (holdWriteLock).
 func TestMain(m *testing.M) {
 	if db := os.Getenv("HARNESS_TEST_COUNT_DB"); db != "" {
 		os.Exit(countSessions(db))
+	}
+	if db := os.Getenv("HARNESS_TEST_LOCK_DB"); db != "" {
+		os.Exit(holdWriteLock(db))
 	}
 	if os.Getenv("HARNESS_TEST_SERVE") == "1" {
 		var args []string

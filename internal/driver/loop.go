@@ -109,7 +109,10 @@ func (a *Agent) turn(act *activity, op openedTurn) (reason session.TurnEndReason
 		// Not the turn's context, which a stop cancels: the manager's
 		// root, which only an abandoned shutdown cancels.
 		if err := a.m.store.Flush(a.m.baseCtx, a.id); err != nil {
-			a.reportError(turnNo, step, fmt.Errorf("flush at turn end: %w", err))
+			// The turn ended; its events wait in the writer (a full disk,
+			// a lock another process holds) and are stored once it takes
+			// writes. Viewers are told so, as a persistence failure.
+			a.reportError(turnNo, step, &llm.Failure{Code: CodePersistence, Message: fmt.Sprintf("turn ended but not stored yet: %v", err)})
 		}
 	}()
 

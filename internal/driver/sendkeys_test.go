@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -175,4 +176,70 @@ func TestRefusedSendKeepsNothing(t *testing.T) {
 	if got := keys[session.SendKey{UserID: "u1", ClientID: "k"}]; got.MessageID != again.ID || len(keys) != 1 {
 		t.Fatalf("replayed keys %+v, want k naming the retry", keys)
 	}
+}
+
+// While the store takes no writes a send whose key names a message is a
+// repeat of a kept send: Repeat says so (not durable yet, or a conflict
+// for other content), and says nothing for a key that names nothing, a
+// key taken back included.
+func TestRepeatWhileNotWritable(t *testing.T) {
+	t.Parallel()
+	st := &refusingStore{}
+	h := newHarness(t, script(textReply("ran")), withStore(func(s driver.Store) driver.Store { st.Store = s; return st }))
+	first := keyed("do it", "u1", "k")
+	if _, err := h.agent.Send(h.ctx, first, session.TargetNextTurn); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	cause := errors.New("the database does not take writes")
+	if ok, err := h.agent.Repeat(keyed("do it", "u1", "k"), cause); !ok || !errors.Is(err, driver.ErrNotDurable) || !errors.Is(err, cause) {
+		t.Fatalf("a repeat of a kept send: %v, %v; want not durable wrapping the cause", ok, err)
+	}
+	if ok, err := h.agent.Repeat(keyed("other text", "u1", "k"), cause); !ok || !errors.Is(err, driver.ErrKeyConflict) {
+		t.Fatalf("a repeat with other content: %v, %v; want a conflict", ok, err)
+	}
+	if ok, err := h.agent.Repeat(keyed("do it", "u2", "k"), cause); ok || err != nil {
+		t.Fatalf("another sender's key: %v, %v; want no repeat", ok, err)
+	}
+	st.refuse.Store(true)
+	if _, err := h.agent.Send(h.ctx, keyed("refused", "u1", "k2"), session.TargetNextTurn); !errors.Is(err, driver.ErrNotStored) {
+		t.Fatalf("send on a refusing store: %v", err)
+	}
+	if ok, err := h.agent.Repeat(keyed("refused", "u1", "k2"), cause); ok || err != nil {
+		t.Fatalf("the key of a send taken back: %v, %v; want no repeat", ok, err)
+	}
+	st.refuse.Store(false)
+}
+
+// refuseAfterTurnEnd refuses every flush from the first turn/end on.
+type refuseAfterTurnEnd struct {
+	refusingStore
+}
+
+func (s *refuseAfterTurnEnd) Enqueue(id string, ev session.Event) {
+	s.Store.Enqueue(id, ev)
+	if ev.Type == session.TypeTurnEnd {
+		s.refuse.Store(true)
+	}
+}
+
+// A turn whose end the store does not take yet (a full disk, a lock
+// another process holds) still ends as it did; viewers are told its events
+// are not stored yet, as a persistence failure, not an unknown one.
+func TestTurnEndNotStoredIsAPersistenceFailure(t *testing.T) {
+	t.Parallel()
+	st := &refuseAfterTurnEnd{}
+	h := newHarness(t, script(textReply("done")), withStore(func(s driver.Store) driver.Store { st.Store = s; return st }))
+	if _, err := h.agent.Send(h.ctx, keyed("hi", "u1", "k"), session.TargetNextTurn); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if end := h.lastTurnEnd(); end.Kind != session.ReasonCompleted {
+		t.Fatalf("turn end %+v, want completed", end)
+	}
+	errs := h.live.kinds(driver.LiveError)
+	if len(errs) != 1 || errs[0].Error.Code != driver.CodePersistence || !strings.Contains(errs[0].Error.Message, "not stored yet") {
+		t.Fatalf("error notifications %+v, want one persistence failure", errs)
+	}
+	st.refuse.Store(false)
 }

@@ -69,3 +69,9 @@ func (w *Writer) recovered() {
 	w.failErr = nil
 	w.mu.Unlock()
 }
+
+// IsWriteLocked reports whether err says a write waited out the busy
+// timeout on SQLite's write lock (SQLITE_BUSY or SQLITE_LOCKED): the server
+// has one write connection, so another process holds the lock (an
+// operator's shell with a write open, a script, a checkpoint).
+func IsWriteLocked(err error) bool { return isSQLiteBusy(err) }

@@ -183,10 +183,15 @@ func AsError(err error) *Error {
 		return wrap(CodeUnavailable, "the session moved to another replica; this change was not stored: send it again", err)
 	case errors.Is(err, driver.ErrKeyConflict):
 		return wrap(CodeConflict, "that clientId already names a message with other content; use a new clientId for a new message", err)
-	case errors.Is(err, models.ErrNotWritable), errors.Is(err, driver.ErrNotStored):
-		return wrap(CodeUnavailable, "the server cannot store anything now ("+storeCause(err)+"); nothing was kept: retry later (a message with the same clientId)", err)
+	// A send taken back kept nothing, even though its flush failed; a
+	// change accepted in memory was kept, even while the store refuses
+	// writes (a repeat of a kept send): the order matters.
+	case errors.Is(err, driver.ErrNotStored):
+		return wrap(CodeUnavailable, nothingKept(err), err)
 	case errors.Is(err, driver.ErrNotDurable):
 		return wrap(CodeUnavailable, "the server could not store this yet ("+storeCause(err)+"): retry (a message with the same clientId); it is applied once", err)
+	case errors.Is(err, models.ErrNotWritable):
+		return wrap(CodeUnavailable, nothingKept(err), err)
 	case errors.Is(err, driver.ErrDisposed):
 		return wrap(CodeUnavailable, "the session is shutting down or was deleted", err)
 	case session.CodeOf(err) == session.CodeOpenTurn:
@@ -214,10 +219,21 @@ func OwnerAddr(err error) (string, bool) {
 // DiskFull reports whether err says the server's disk is full.
 func DiskFull(err error) bool { return models.IsDiskFull(err) }
 
+// WriteLocked reports whether err says another process holds the
+// database's write lock.
+func WriteLocked(err error) bool { return models.IsWriteLocked(err) }
+
+func nothingKept(err error) string {
+	return "the server cannot store anything now (" + storeCause(err) + "); nothing was kept: retry later (a message with the same clientId)"
+}
+
 // storeCause names why the database refused a write, for a client.
 func storeCause(err error) string {
 	if models.IsDiskFull(err) {
 		return "its disk is full"
+	}
+	if models.IsWriteLocked(err) {
+		return "its database does not take writes: another process holds its write lock"
 	}
 	return "its database does not take writes"
 }

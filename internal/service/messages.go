@@ -36,9 +36,12 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 		return "", err
 	}
 	// Refused before anything is queued while the store refuses writes:
-	// nothing is kept, and a retry with the same key stores it once.
-	if err := s.store.Writable(ctx); err != nil {
-		return "", s.fail(ctx, "send message", err)
+	// nothing is kept, and a retry with the same key stores it once. A
+	// keyed send is first looked up (below): its key may name a message
+	// an earlier attempt left queued or a turn claimed.
+	notWritable := s.store.Writable(ctx)
+	if notWritable != nil && m.ClientID == "" {
+		return "", s.fail(ctx, "send message", notWritable)
 	}
 	images, err := s.imageBlocks(ctx, id, m.Attachments)
 	if err != nil {
@@ -49,6 +52,9 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 	}
 	ag, release, err := s.agent(ctx, id)
 	if err != nil {
+		if notWritable != nil {
+			return "", s.fail(ctx, "send message", notWritable)
+		}
 		return "", err
 	}
 	defer release()
@@ -65,6 +71,12 @@ func (s *Service) SendMessage(ctx context.Context, a *auth.Actor, id string, m M
 		msg.Content = append(msg.Content, llm.Text(content))
 	}
 	msg.Content = append(msg.Content, images...)
+	if notWritable != nil {
+		if repeat, err := ag.Repeat(msg, notWritable); repeat {
+			return "", s.fail(ctx, "send message", err)
+		}
+		return "", s.fail(ctx, "send message", notWritable)
+	}
 	target := session.TargetNextTurn
 	if mode == SendSteer {
 		target = session.TargetNextStep

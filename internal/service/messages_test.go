@@ -405,3 +405,31 @@ func TestErrorMapping(t *testing.T) {
 		}
 	}
 }
+
+// A refusal says whether anything was kept: a send taken back kept
+// nothing; a repeat of a kept send while the store takes no writes was
+// kept (its key names it), so it must not say nothing was.
+func TestStoreRefusalsSayWhatWasKept(t *testing.T) {
+	t.Parallel()
+	locked := fmt.Errorf("%w: begin: %w", models.ErrNotWritable, sqlite3.Error{Code: sqlite3.ErrBusy})
+	tests := []struct {
+		err  error
+		kept bool
+	}{
+		{locked, false},
+		{fmt.Errorf("%w: %w", driver.ErrNotStored, fmt.Errorf("%w: write events: %w", driver.ErrNotDurable, sqlite3.Error{Code: sqlite3.ErrBusy})), false},
+		{fmt.Errorf("%w: %w", driver.ErrNotDurable, locked), true},
+	}
+	for _, tt := range tests {
+		e := service.AsError(tt.err)
+		if e.Code != service.CodeUnavailable {
+			t.Errorf("%v: code %s, want unavailable", tt.err, e.Code)
+		}
+		if !strings.Contains(e.Message, "another process holds its write lock") {
+			t.Errorf("%v: %q does not say the database is locked", tt.err, e.Message)
+		}
+		if nothing := strings.Contains(e.Message, "nothing was kept"); nothing == tt.kept || strings.Contains(e.Message, "applied once") != tt.kept {
+			t.Errorf("%v: %q; kept: %v", tt.err, e.Message, tt.kept)
+		}
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"syscall"
 	"testing"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // dbState answers readiness with fixed errors.
@@ -35,6 +37,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		{"not ready", "/readyz", down, nil, 503, "database unavailable"},
 		{"writes fail", "/readyz", nil, errors.New("attempt to write a readonly database"), 503, "database does not take writes"},
 		{"disk full", "/readyz", nil, fmt.Errorf("commit: %w", syscall.ENOSPC), 503, "database does not take writes: disk full"},
+		{"write-locked", "/readyz", nil, fmt.Errorf("begin: %w", sqlite3.Error{Code: sqlite3.ErrBusy}), 503, "database does not take writes: locked by another process"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
