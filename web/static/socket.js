@@ -21,6 +21,7 @@ export class Socket {
     this.prefix = "c" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
     this.nextId = 1;
     this.pending = new Map(); // request id -> {resolve, reject}
+    this.opened = []; // callbacks waiting for the next open (whenOpen)
     this.handlers = new Map(); // channel -> Set<fn>
     this.subs = new Map(); // session -> {since(): number, onPush(msg), onFail(err), onSubscribed?(answer)}
     this.attempt = 0;
@@ -62,6 +63,7 @@ export class Socket {
       this.connections++;
       this.attempt = 0;
       this.onState("open");
+      for (const fn of this.opened.splice(0)) fn();
       for (const [session, sub] of this.subs) this.subscribe(session, sub);
     };
     ws.onmessage = (e) => this.receive(e.data);
@@ -132,6 +134,19 @@ export class Socket {
     });
   }
 
+  /** Resolves when the socket is open, or after ms at the latest. */
+  whenOpen(ms) {
+    if (this.open) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, Math.max(ms, 0));
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.opened.push(done);
+    });
+  }
+
   /** Sends a message (op followup or steer) under key, its idempotency
    * key. An answer lost with the connection, or a server that could not
    * store it yet (unavailable), gets the same request again with the same
@@ -145,6 +160,11 @@ export class Socket {
       } catch (err) {
         if (err.code !== "unavailable" || Date.now() > deadline) throw err;
         onRetry(err);
+        if (!this.open) {
+          // Sent again as soon as the socket is back, not a backoff later.
+          await this.whenOpen(deadline - Date.now());
+          continue;
+        }
         const base = Math.min(5_000, 250 * 2 ** attempt);
         await new Promise((r) => setTimeout(r, base / 2 + Math.random() * base / 2));
       }
