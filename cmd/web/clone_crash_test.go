@@ -32,12 +32,7 @@ import (
 // git may still write if it only hung; docs/lifecycle.md).
 func TestCloneKilledAtEveryPoint(t *testing.T) {
 	t.Parallel()
-	for _, mk := range backends(t) {
-		t.Run(mk.name, func(t *testing.T) {
-			t.Parallel()
-			testCloneKilled(t, mk.make(t))
-		})
-	}
+	forEachBackend(t, testCloneKilled)
 }
 
 func testCloneKilled(t *testing.T, b backend) {

@@ -28,12 +28,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("crash recovery spawns servers; skipped with -short")
 	}
 	t.Parallel()
-	for _, mk := range backends(t) {
-		t.Run(mk.name, func(t *testing.T) {
-			t.Parallel()
-			testCrashRecovery(t, mk.make(t))
-		})
-	}
+	forEachBackend(t, testCrashRecovery)
 }
 
 func testCrashRecovery(t *testing.T, b backend) {

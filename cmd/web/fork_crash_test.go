@@ -41,12 +41,7 @@ const forkCrashFiles = 2000
 // the first request that loads it.
 func TestForkCopyKilledAtEveryPoint(t *testing.T) {
 	t.Parallel()
-	for _, mk := range backends(t) {
-		t.Run(mk.name, func(t *testing.T) {
-			t.Parallel()
-			testForkCopyKilled(t, mk.make(t))
-		})
-	}
+	forEachBackend(t, testForkCopyKilled)
 }
 
 func testForkCopyKilled(t *testing.T, b backend) {

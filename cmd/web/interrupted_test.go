@@ -68,12 +68,7 @@ func TestImportKilled(t *testing.T) {
 		t.Log("-short: fewer kill points")
 	}
 	t.Parallel()
-	for _, mk := range backends(t) {
-		t.Run(mk.name, func(t *testing.T) {
-			t.Parallel()
-			testImportKilled(t, mk.make(t))
-		})
-	}
+	forEachBackend(t, testImportKilled)
 }
 
 func testImportKilled(t *testing.T, b backend) {
@@ -206,12 +201,7 @@ const summaryWords = 60
 // takes the lease, by its takeover loop or by a request that loads it.
 func TestCompactKilled(t *testing.T) {
 	t.Parallel()
-	for _, mk := range backends(t) {
-		t.Run(mk.name, func(t *testing.T) {
-			t.Parallel()
-			testCompactKilled(t, mk.make(t))
-		})
-	}
+	forEachBackend(t, testCompactKilled)
 }
 
 func testCompactKilled(t *testing.T, b backend) {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,34 +78,7 @@ func TestLiveDatabaseReadersLoseNothing(t *testing.T) {
 	}
 
 	// Everything the server serves this viewer.
-	cn, err := c.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cn.Close()
-	sub, err := cn.Subscribe(ctx, s.ID, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu     sync.Mutex
-		served []client.Event
-	)
-	go func() {
-		for p := range sub.C {
-			mu.Lock()
-			if p.Event != nil {
-				served = append(served, *p.Event)
-			}
-			served = append(served, p.Events...)
-			mu.Unlock()
-		}
-	}()
-	servedNow := func() []client.Event {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]client.Event(nil), served...)
-	}
+	servedNow := servedEvents(t, c, s.ID)
 
 	const chunks = 3000
 	if _, err := c.SendMessage(ctx, s.ID, fmt.Sprintf("long: %d", chunks), "followup"); err != nil {

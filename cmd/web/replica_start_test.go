@@ -49,6 +49,16 @@ func backends(t *testing.T) []backendMaker {
 	}})
 }
 
+// forEachBackend runs test as a parallel subtest on each backend.
+func forEachBackend(t *testing.T, test func(*testing.T, backend)) {
+	for _, mk := range backends(t) {
+		t.Run(mk.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, mk.make(t))
+		})
+	}
+}
+
 // pgProcSchema creates a PostgreSQL schema dropped when the test ends and
 // returns the DSN that uses it.
 func pgProcSchema(t *testing.T) string {

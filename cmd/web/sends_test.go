@@ -66,12 +66,7 @@ func userIDOf(t *testing.T, evs []client.Event, id string) string {
 // SQLite and on PostgreSQL.
 func TestSendsStoreOnce(t *testing.T) {
 	t.Parallel()
-	for _, mk := range backends(t) {
-		t.Run(mk.name, func(t *testing.T) {
-			t.Parallel()
-			testSendsStoreOnce(t, mk.make(t))
-		})
-	}
+	forEachBackend(t, testSendsStoreOnce)
 }
 
 func testSendsStoreOnce(t *testing.T, b backend) {

@@ -69,9 +69,6 @@ func BackupSQLite(ctx context.Context, dbPath, dst string) (err error) {
 	}
 	// VACUUM INTO does not sync its output; the copy must survive a power
 	// loss once we said it is done. dst is a new file no SQLite has open.
-	if err := os.Chmod(abs, 0o600); err != nil { // a umask cannot widen it, but be exact
-		return wrap(err)
-	}
 	if err := syncPath(abs); err != nil {
 		return wrap(err)
 	}
