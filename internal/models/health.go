@@ -25,8 +25,9 @@ func (s *Store) Writable(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if !queued {
-		s.probeMu.Lock()
+	// One probe at a time: callers meanwhile get the last failure rather
+	// than queue behind a write that may wait out the busy timeout.
+	if !queued && s.probeMu.TryLock() {
 		if time.Since(s.probedAt) >= probeEvery {
 			s.probedAt = time.Now()
 			if perr := s.probe(ctx); perr == nil {
