@@ -54,6 +54,11 @@ func testCloneKilled(t *testing.T, b backend) {
 
 	// One clone without a kill measures how long a clone takes here.
 	srv := startServer(t, dir, env...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the last server's log:\n%s", srv.logs.String())
+		}
+	})
 	c := client.New(srv.URL, client.WithToken(token))
 	began := time.Now()
 	s, err := c.CreateSession(ctx, clone)
