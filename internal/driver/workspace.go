@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 
 	"harness/internal/session"
 	"harness/internal/tools"
@@ -43,13 +44,37 @@ type WorkspaceProgress struct {
 	Failed  string `json:"failed,omitempty"`
 }
 
-// NoteWorkspace logs a workspace fact (workspace/ready or workspace/failed)
+// ErrWorkspaceSettled: the session's own log already has its workspace's
+// outcome. A workspace settles once: two repairs racing (a start's and a
+// takeover's) log one outcome between them.
+var ErrWorkspaceSettled = errors.New("the workspace's outcome is logged already")
+
+// NoteWorkspace logs the workspace's outcome (workspace/ready or
+// workspace/failed) unless one is logged already (ErrWorkspaceSettled),
 // and waits until it is durable.
 func (a *Agent) NoteWorkspace(ctx context.Context, t session.Type, data any) error {
-	if _, err := a.log.Append(t, data); err != nil {
+	a.mu.Lock()
+	if a.workspaceSettledLocked() {
+		a.mu.Unlock()
+		return ErrWorkspaceSettled
+	}
+	_, err := a.appendLocked(t, data)
+	a.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	return a.durable(ctx)
+}
+
+// workspaceSettledLocked reports whether the session's own log (not its
+// seed: a fork's seed holds its parent's outcome) has a workspace outcome.
+func (a *Agent) workspaceSettledLocked() bool {
+	for _, ev := range a.log.Events(a.log.Header().SeedLength, a.log.Len()) {
+		if ev.Type == session.TypeWorkspaceReady || ev.Type == session.TypeWorkspaceFailed {
+			return true
+		}
+	}
+	return false
 }
 
 // PublishWorkspace tells viewers how the workspace's preparation goes.

@@ -86,7 +86,9 @@ func (s *Service) repairWorkspace(ctx context.Context, row *models.Session) erro
 // a crash here leaves an outcome the next start copies to the row.
 func (s *Service) repairFork(ctx context.Context, ag *driver.Agent, row *models.Session) error {
 	ev := session.WorkspaceFailed{Kind: string(workspace.KindFork), Source: row.WorkspaceSource, Error: interruptedCopy, Interrupted: true}
-	if err := ag.NoteWorkspace(ctx, session.TypeWorkspaceFailed, ev); err != nil {
+	if err := ag.NoteWorkspace(ctx, session.TypeWorkspaceFailed, ev); errors.Is(err, driver.ErrWorkspaceSettled) {
+		return nil // a concurrent repair (a start's, a takeover's) settled it
+	} else if err != nil {
 		return fmt.Errorf("repair fork %s: log: %w", row.ID, err)
 	}
 	if _, err := s.store.FinishWorkspace(ctx, row.ID, models.WorkspaceInterrupted); err != nil {
