@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,6 +32,9 @@ func postLogin(t *testing.T, client *http.Client, base, name, pw, xff string, he
 func TestSessionCookieFlags(t *testing.T) {
 	t.Parallel()
 	env := newScenarioEnv(t, scenarioOptions{})
+	// A server that trusts no proxy: its loopback peer may be a tool.
+	direct := httptest.NewServer(New(Deps{Log: slogTo(io.Discard), DB: writable{env.DB}, Auth: env.Auth}).Handler())
+	t.Cleanup(direct.Close)
 	tlsSrv := httptest.NewTLSServer(env.Server.Handler())
 	t.Cleanup(tlsSrv.Close)
 	tlsClient := tlsSrv.Client() // trusts the test certificate
@@ -46,6 +50,7 @@ func TestSessionCookieFlags(t *testing.T) {
 		{"plain http", env.client, env.URL, nil, false},
 		{"behind a TLS proxy", env.client, env.URL, map[string]string{"X-Forwarded-Proto": "https"}, true},
 		{"proxy says http", env.client, env.URL, map[string]string{"X-Forwarded-Proto": "http"}, false},
+		{"an untrusted peer says https", env.client, direct.URL, map[string]string{"X-Forwarded-Proto": "https"}, false},
 		{"direct TLS", tlsClient, tlsSrv.URL, nil, true},
 	}
 	for i, tt := range tests {
@@ -238,4 +243,37 @@ func TestLoginReplacesPreviousSession(t *testing.T) {
 	if _, _, err := env.Auth.Session(t.Context(), old); err == nil {
 		t.Fatal("the previous login session outlived a new login")
 	}
+}
+
+// TestLoginForwardedForNeedsATrustedProxy: a tool with the network on
+// reaches the server from loopback and may send any X-Forwarded-For. With
+// no trusted proxy (the default) the peer is the client: 30 bad passwords
+// for one name, each with another X-Forwarded-For, run into 429, the
+// right password is refused while the limit lasts, and no forged address
+// reaches a log line. Behind a trusted proxy each forwarded address is its
+// own client (TestLoginRateLimitHTTP's rows run that way).
+func TestLoginForwardedForNeedsATrustedProxy(t *testing.T) {
+	t.Parallel()
+	env := newScenarioEnv(t, scenarioOptions{Deps: func(_ *scenarioEnv, d *Deps) { d.TrustedProxies = nil }})
+	forged := func(i int) string { return fmt.Sprintf("198.18.%d.%d", i/200, 1+i%200) }
+	var limited int
+	for i := range 30 {
+		res, _ := postLogin(t, env.client, env.URL, "admin", "wrong-password", forged(i), nil)
+		switch {
+		case i < 5 && res.StatusCode != http.StatusUnauthorized:
+			t.Fatalf("attempt %d: %d, want 401", i+1, res.StatusCode)
+		case i >= 5 && res.StatusCode != http.StatusTooManyRequests:
+			t.Fatalf("attempt %d: %d, want 429 (the forged addresses must not count as clients)", i+1, res.StatusCode)
+		case res.StatusCode == http.StatusTooManyRequests:
+			limited++
+		}
+	}
+	res, body := postLogin(t, env.client, env.URL, "admin", password(actorAdmin), forged(30), nil)
+	if res.StatusCode != http.StatusTooManyRequests || cookieNamed(res, sessionCookie) != nil {
+		t.Fatalf("the right password while limited: %d %s", res.StatusCode, body)
+	}
+	if logs := env.Logs.String(); strings.Contains(logs, "198.18.") || !strings.Contains(logs, "addr=127.0.0.1") {
+		t.Fatalf("the logs name a forged address, or not the peer:\n%s", logs)
+	}
+	t.Logf("%d of 30 attempts refused with 429", limited)
 }
