@@ -79,8 +79,9 @@ func New(d Deps) *Server {
 	e.HidePort = true
 	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID}
 	e.HTTPErrorHandler = s.handleError
-	// First: everything after it asks who the client is.
-	e.Pre(s.resolveClient)
+	// First: everything after them asks who the client is, and may read
+	// the body.
+	e.Pre(s.resolveClient, s.limitBodies)
 	e.Use(requestLog(d.Log)...)
 	s.routes()
 	if d.Replicas != nil {
