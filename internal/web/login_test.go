@@ -122,7 +122,8 @@ func TestLogout(t *testing.T) {
 // Failed logins lock out a name from the address that failed, with 429 and
 // Retry-After, never the name everywhere: a stranger failing the owner's
 // password from other addresses does not stop the owner (the limit per
-// address across names is in internal/auth's table).
+// address across names is in internal/auth's table). The addresses are
+// forwarded by the harness's trusted loopback proxy.
 func TestLoginRateLimitHTTP(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -276,4 +277,33 @@ func TestLoginForwardedForNeedsATrustedProxy(t *testing.T) {
 		t.Fatalf("the logs name a forged address, or not the peer:\n%s", logs)
 	}
 	t.Logf("%d of 30 attempts refused with 429", limited)
+}
+
+// TestLoginBehindATrustedProxy: behind a listed proxy each forwarded
+// address is its own client. Rotating addresses are separate clients (no
+// limit per name alone, as before), one forwarded address is limited
+// across names (20 failures), and a client's own X-Forwarded-For entries,
+// left of the proxy's, change nothing.
+func TestLoginBehindATrustedProxy(t *testing.T) {
+	t.Parallel()
+	env := newScenarioEnv(t, scenarioOptions{}) // trusts its loopback peer
+	for i := range 30 {
+		if res, _ := postLogin(t, env.client, env.URL, "admin", "wrong-password", fmt.Sprintf("198.18.0.%d", 1+i), nil); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("attempt %d from its own address: %d, want 401", i+1, res.StatusCode)
+		}
+	}
+	if res, _ := postLogin(t, env.client, env.URL, "admin", password(actorAdmin), "198.18.1.1", nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the admin from another address: %d, want 303", res.StatusCode)
+	}
+	// One client trying 20 names, each with a forged entry of its own in
+	// front of the proxy's.
+	for i := range 20 {
+		xff := fmt.Sprintf("10.%d.0.1, 198.18.2.2", i)
+		if res, _ := postLogin(t, env.client, env.URL, fmt.Sprintf("guess%d", i), "wrong-password", xff, nil); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("name %d: %d, want 401", i+1, res.StatusCode)
+		}
+	}
+	if res, _ := postLogin(t, env.client, env.URL, "viewer", password(actorViewer), "10.99.0.1, 198.18.2.2", nil); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the 21st attempt from one forwarded address: %d, want 429", res.StatusCode)
+	}
 }
