@@ -256,6 +256,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		DB:             a.Store,
 		Auth:           a.Auth,
 		TrustedOrigins: cfg.TrustedOrigins,
+		TrustedProxies: cfg.TrustedProxies,
 		Service:        a.Service,
 		WS:             a.Hub,
 		ReplicaID:      a.replicaID(),

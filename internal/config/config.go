@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ type Config struct {
 	// TrustedOrigins are extra origins (scheme://host[:port]) allowed to open
 	// the WebSocket, e.g. a TLS reverse proxy's public name.
 	TrustedOrigins []string
+	// TrustedProxies are the peers whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (HARNESS_TRUSTED_PROXIES; proxies.go).
+	// Empty: the TCP peer is the client, even on loopback.
+	TrustedProxies []netip.Prefix
 
 	ShutdownTimeout time.Duration
 	// IdleUnload is how long an idle agent stays in memory.
@@ -122,6 +127,11 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		sbErrs = append(sbErrs, err)
 	}
 	c.WorkspaceRoots = roots
+	proxies, err := ParseTrustedProxies(getenv("HARNESS_TRUSTED_PROXIES"))
+	if err != nil {
+		sbErrs = append(sbErrs, err)
+	}
+	c.TrustedProxies = proxies
 	c.GitHosts = splitList(getenv("HARNESS_GIT_HOSTS"), ",")
 	c.FetchHosts = splitList(getenv("HARNESS_FETCH_HOSTS"), ",")
 	c.MCPConfig = strings.TrimSpace(getenv("HARNESS_MCP_CONFIG"))

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestLoad(t *testing.T) {
 				if c.DBDSN != filepath.Join(wd, "data", "harness.db") {
 					t.Fatalf("sqlite dsn = %q", c.DBDSN)
 				}
-				if c.Sandbox.Mode != sandbox.ModeAuto || c.ForkCopyMax != DefaultForkCopyMax || len(c.WorkspaceRoots) != 0 || c.AttachmentMax != 10<<20 {
+				if c.Sandbox.Mode != sandbox.ModeAuto || c.ForkCopyMax != DefaultForkCopyMax || len(c.WorkspaceRoots) != 0 || c.AttachmentMax != 10<<20 || c.TrustedProxies != nil {
 					t.Fatalf("sandbox defaults: %+v", c)
 				}
 				if !c.Loopback() {
@@ -82,6 +83,19 @@ func TestLoad(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "trusted proxies",
+			env:  map[string]string{"HARNESS_TRUSTED_PROXIES": " 127.0.0.1/32, 10.1.2.3/8,::1, 192.0.2.7 ,::ffff:198.51.100.0/120"},
+			check: func(t *testing.T, c Config) {
+				got := fmt.Sprint(c.TrustedProxies)
+				if want := "[127.0.0.1/32 10.0.0.0/8 ::1/128 192.0.2.7/32 198.51.100.0/24]"; got != want {
+					t.Errorf("trusted proxies %s, want %s", got, want)
+				}
+			},
+		},
+		{name: "bad proxy CIDR", env: map[string]string{"HARNESS_TRUSTED_PROXIES": "10.0.0.0/33"}, wantErr: `HARNESS_TRUSTED_PROXIES: "10.0.0.0/33": want a CIDR`},
+		{name: "proxy by name", env: map[string]string{"HARNESS_TRUSTED_PROXIES": "127.0.0.1, nginx.local"}, wantErr: `"nginx.local"`},
+		{name: "proxy with a port", env: map[string]string{"HARNESS_TRUSTED_PROXIES": "127.0.0.1:8080"}, wantErr: "HARNESS_TRUSTED_PROXIES"},
 		{name: "bad sandbox mode", env: map[string]string{"HARNESS_SANDBOX": "maybe"}, wantErr: "HARNESS_SANDBOX"},
 		{name: "bad sandbox user", env: map[string]string{"HARNESS_SANDBOX_USER": "root"}, wantErr: "HARNESS_SANDBOX_USER"},
 		{name: "bad limits", env: map[string]string{"HARNESS_SANDBOX_LIMITS": "cpu=lots"}, wantErr: "HARNESS_SANDBOX_LIMITS"},

@@ -13,11 +13,8 @@ import (
 	"image/png"
 	"io"
 	"net/http"
-	"path"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"golang.org/x/image/webp"
@@ -35,12 +32,14 @@ const (
 	DefaultAttachmentMax = 10 << 20
 	// MaxImagesPerMessage bounds the images of one message.
 	MaxImagesPerMessage = 10
-	// MaxImageSide bounds an image's width and height in pixels: a small
-	// file can declare a huge canvas, which every viewer's browser and the
-	// model would have to decode.
+	// MaxImagePixels bounds an image's canvas (width x height): a small
+	// file can declare a huge one, which every viewer's browser and the
+	// model would have to decode (40 megapixels is 160 MB as RGBA).
+	MaxImagePixels = 40_000_000
+	// MaxImageSide bounds each side as well: within the pixel budget a
+	// 1 x 40,000,000 strip is no picture anyone can look at, and browsers
+	// and models refuse sides far shorter.
 	MaxImageSide = 16384
-	// maxNameBytes bounds a stored file name.
-	maxNameBytes = 255
 )
 
 // decoders read the pixel dimensions of the accepted types. The type is
@@ -74,7 +73,8 @@ type AttachmentData struct {
 }
 
 func attachmentInfo(a *models.Attachment) AttachmentInfo {
-	return AttachmentInfo{ID: a.ID, Session: a.SessionID, Name: a.Name, MediaType: a.MediaType, Size: a.Size,
+	// Rows stored before names were made safe are made safe here.
+	return AttachmentInfo{ID: a.ID, Session: a.SessionID, Name: SafeName(a.Name, a.MediaType), MediaType: a.MediaType, Size: a.Size,
 		Width: a.Width, Height: a.Height, SHA256: a.SHA256, CreatedAt: a.CreatedAt.UTC()}
 }
 
@@ -85,8 +85,9 @@ func (s *Service) AttachmentMax() int64 { return s.attachMax }
 // message (Message.Attachments). Whoever may send to the session may
 // upload (owner, collaborator, admin); viewers are forbidden and share
 // links unauthorized. The type is sniffed from the bytes; PNG, JPEG, GIF
-// and WebP are accepted, up to AttachmentMax bytes and MaxImageSide pixels
-// on a side. name is the file's name, kept for the transcript.
+// and WebP are accepted, up to AttachmentMax bytes, MaxImagePixels and
+// MaxImageSide pixels on a side. name is the file's name, kept for the
+// transcript as SafeName makes it (its extension the sniffed type's).
 func (s *Service) UploadAttachment(ctx context.Context, a *auth.Actor, id, name string, r io.Reader) (AttachmentInfo, error) {
 	if _, err := s.Authorize(ctx, a, id, auth.ActionWrite); err != nil {
 		return AttachmentInfo{}, err
@@ -107,7 +108,7 @@ func (s *Service) UploadAttachment(ctx context.Context, a *auth.Actor, id, name 
 	}
 	sum := sha256.Sum256(data)
 	row := &models.Attachment{
-		SessionID: id, ID: uuid.NewString(), UploaderID: a.UserID, Name: cleanName(name),
+		SessionID: id, ID: uuid.NewString(), UploaderID: a.UserID, Name: SafeName(name, mt),
 		MediaType: mt, Size: int64(len(data)), Width: cfg.Width, Height: cfg.Height,
 		SHA256: hex.EncodeToString(sum[:]), Data: data,
 	}
@@ -149,7 +150,8 @@ func (s *Service) tooLarge() *Error {
 // probeImage sniffs data's type and reads its dimensions. Refusals: not an
 // image at all, or an image type other than the four (unsupported media
 // type); a file whose header does not decode as its type (bad request);
-// a canvas over MaxImageSide (too large).
+// a canvas over MaxImagePixels or MaxImageSide (unsupported media type:
+// the bytes may be few). Only the header is decoded.
 func probeImage(data []byte) (string, image.Config, error) {
 	if len(data) == 0 {
 		return "", image.Config{}, Errorf(CodeBadRequest, "the file is empty")
@@ -170,30 +172,14 @@ func probeImage(data []byte) (string, image.Config, error) {
 	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return "", image.Config{}, Errorf(CodeBadRequest, "the image has no pixels (%d x %d)", cfg.Width, cfg.Height)
 	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > MaxImagePixels {
+		return "", image.Config{}, Errorf(CodeUnsupportedMedia, "the image is %d × %d (%s megapixels); at most %d megapixels",
+			cfg.Width, cfg.Height, megapixels(px), MaxImagePixels/1_000_000)
+	}
 	if cfg.Width > MaxImageSide || cfg.Height > MaxImageSide {
-		return "", image.Config{}, Errorf(CodeTooLarge, "the image is %d x %d pixels: at most %d on a side", cfg.Width, cfg.Height, MaxImageSide)
+		return "", image.Config{}, Errorf(CodeUnsupportedMedia, "the image is %d × %d: at most %d pixels on a side", cfg.Width, cfg.Height, MaxImageSide)
 	}
 	return mt, cfg, nil
-}
-
-// cleanName keeps the last element of a file name, as valid UTF-8 without
-// control characters, at most maxNameBytes.
-func cleanName(name string) string {
-	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
-	if name == "." || name == "/" {
-		return ""
-	}
-	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, strings.ToValidUTF8(name, ""))
-	for len(name) > maxNameBytes {
-		_, n := utf8.DecodeLastRuneInString(name)
-		name = name[:len(name)-n]
-	}
-	return strings.TrimSpace(name)
 }
 
 // Attachment returns a stored image of session id, for anyone who may read
@@ -234,7 +220,7 @@ func (s *Service) imageBlocks(ctx context.Context, id string, ids []string) ([]l
 		if err != nil {
 			return nil, s.fail(ctx, "read attachment", err)
 		}
-		out = append(out, llm.Image(row.ID, row.MediaType, row.Size, row.Width, row.Height, row.Name))
+		out = append(out, llm.Image(row.ID, row.MediaType, row.Size, row.Width, row.Height, SafeName(row.Name, row.MediaType)))
 	}
 	return out, nil
 }
@@ -263,6 +249,14 @@ func attachmentIDs(msgs []llm.Message) []string {
 		}
 	}
 	return ids
+}
+
+// megapixels writes a pixel count in millions: "268", or "40.3" below 100.
+func megapixels(px int64) string {
+	if px >= 100_000_000 {
+		return fmt.Sprint((px + 500_000) / 1_000_000)
+	}
+	return fmt.Sprintf("%.1f", float64(px)/1e6)
 }
 
 // sizeText writes a byte count for people: "10 MiB", "512 KiB", "900 bytes".

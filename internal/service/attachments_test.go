@@ -111,7 +111,7 @@ func TestAttachmentChecks(t *testing.T) {
 		msg        string
 	}{
 		{"png", "a.png", pngB, "", "image/png", 40, 30, ""},
-		{"png named .jpg", "photo.jpg", pngB, "", "image/png", 40, 30, ""},
+		{"png named .jpg", "photo.jpg", pngB, "", "image/png", 40, 30, ""}, // stored as photo.png (TestSafeName)
 		{"jpeg", "b.jpeg", testkit.JPEG(t, 20, 10), "", "image/jpeg", 20, 10, ""},
 		{"gif", "c.gif", testkit.GIF(t, 5, 7), "", "image/gif", 5, 7, ""},
 		{"webp", "d.webp", testkit.WebP(), "", "image/webp", testkit.WebPWidth, testkit.WebPHeight, ""},
@@ -121,7 +121,9 @@ func TestAttachmentChecks(t *testing.T) {
 		{"pdf", "doc.png", []byte("%PDF-1.4\n..."), service.CodeUnsupportedMedia, "", 0, 0, "application/pdf"},
 		{"damaged png", "broken.png", pngB[:20], service.CodeBadRequest, "", 0, 0, "cannot be read"},
 		{"empty", "empty.png", nil, service.CodeBadRequest, "", 0, 0, "empty"},
-		{"too wide", "wide.png", wide.Bytes(), service.CodeTooLarge, "", 0, 0, "pixels"},
+		{"too wide", "wide.png", wide.Bytes(), service.CodeUnsupportedMedia, "", 0, 0, "at most 16384 pixels on a side"},
+		{"a huge canvas in a small file", "bomb.png", testkit.PNGHeader(16384, 16384), service.CodeUnsupportedMedia, "", 0, 0, "the image is 16384 × 16384 (268 megapixels); at most 40 megapixels"},
+		{"just over 40 megapixels", "tall.png", testkit.PNGHeader(4000, 10001), service.CodeUnsupportedMedia, "", 0, 0, "(40.0 megapixels)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,7 +135,7 @@ func TestAttachmentChecks(t *testing.T) {
 				}
 				return
 			}
-			if info.MediaType != tc.mediaType || info.Width != tc.w || info.Height != tc.h || info.Size != int64(len(tc.data)) || info.Name != tc.file || len(info.SHA256) != 64 {
+			if info.MediaType != tc.mediaType || info.Width != tc.w || info.Height != tc.h || info.Size != int64(len(tc.data)) || info.Name != service.SafeName(tc.file, tc.mediaType) || len(info.SHA256) != 64 {
 				t.Errorf("info = %+v", info)
 			}
 		})

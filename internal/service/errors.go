@@ -39,7 +39,8 @@ const (
 	// prepared (a clone); input waits until it is ready.
 	CodeWorkspaceNotReady Code = "workspace_not_ready"
 	// CodeUnsupportedMedia: an upload that is not an image of an accepted
-	// type (PNG, JPEG, GIF, WebP), judged by its bytes.
+	// type (PNG, JPEG, GIF, WebP), judged by its bytes, or whose canvas is
+	// too large to decode.
 	CodeUnsupportedMedia Code = "unsupported_media_type"
 	// CodeUnsupportedContent: the session's model route cannot take what
 	// was sent (images on a route without image input).

@@ -3,6 +3,8 @@ package testkit
 import (
 	"bytes"
 	_ "embed"
+	"encoding/binary"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/gif"
@@ -59,3 +61,17 @@ func GIF(t testing.TB, w, h int) []byte {
 
 // WebP returns a WebPWidth x WebPHeight WebP.
 func WebP() []byte { return bytes.Clone(gopherWebP) }
+
+// PNGHeader is the start of a w x h RGBA PNG: its signature and a valid
+// IHDR chunk, no pixels. It sniffs and decodes (image.DecodeConfig) as a
+// PNG of that size, as a small file declaring a huge canvas does.
+func PNGHeader(w, h uint32) []byte {
+	ihdr := binary.BigEndian.AppendUint32(nil, w)
+	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
+	ihdr = append(ihdr, 8, 6, 0, 0, 0) // 8 bits, RGBA, deflate, no filter, no interlace
+	out := []byte("\x89PNG\r\n\x1a\n")
+	out = binary.BigEndian.AppendUint32(out, uint32(len(ihdr)))
+	chunk := append([]byte("IHDR"), ihdr...)
+	out = append(out, chunk...)
+	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(chunk))
+}

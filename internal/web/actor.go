@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -154,28 +153,4 @@ func (s *Server) unauthenticated(c echo.Context) error {
 func wantsHTML(c echo.Context) bool {
 	r := c.Request()
 	return !isAPIPath(r.URL.Path) && r.Header.Get("Accept") != "application/json"
-}
-
-// ClientAddr is the client's IP for rate limiting and logs: the TCP peer,
-// or, when the peer is a loopback reverse proxy, the last address it
-// appended to X-Forwarded-For (earlier entries are client-supplied).
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return host
-	}
-	xff := r.Header.Values("X-Forwarded-For")
-	if len(xff) == 0 {
-		return host
-	}
-	parts := strings.Split(xff[len(xff)-1], ",")
-	last := strings.TrimSpace(parts[len(parts)-1])
-	if fwd := net.ParseIP(last); fwd != nil {
-		return fwd.String()
-	}
-	return host
 }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"strings"
@@ -204,7 +205,9 @@ func newScenarioEnv(t *testing.T, opts scenarioOptions) *scenarioEnv {
 	env.secrets = append(env.secrets, cookie, env.shares[actorShare], revoked)
 	env.Snapshot = env.defaultSnapshot
 
-	deps := Deps{Log: log, DB: writable{db}, Auth: svc}
+	// The harness stands in for a loopback reverse proxy: rows send
+	// X-Forwarded-For to be distinct clients (newRequest).
+	deps := Deps{Log: log, DB: writable{db}, Auth: svc, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
 	if opts.Deps != nil {
 		opts.Deps(env, &deps)
 	}
@@ -305,7 +308,7 @@ func (env *scenarioEnv) requestFor(t *testing.T, row scenarioRow, a scenarioActo
 		req.AddCookie(&http.Cookie{Name: preLoginCookie, Value: scenarioPreLogin})
 	}
 	// Each request comes from its own address, so the login limiter does
-	// not couple rows (the peer is loopback, so X-Forwarded-For counts).
+	// not couple rows (the loopback peer is a trusted proxy).
 	n := env.addr.Add(1)
 	req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.%d.%d", n/250%250, n%250))
 	env.authenticate(t, req, row, a)

@@ -8,34 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-func TestClientAddr(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name, remote string
-		xff          []string
-		want         string
-	}{
-		{"direct peer", "192.0.2.7:5555", nil, "192.0.2.7"},
-		{"remote peer cannot spoof", "192.0.2.7:5555", []string{"198.51.100.1"}, "192.0.2.7"},
-		{"loopback proxy", "127.0.0.1:5555", []string{"198.51.100.1"}, "198.51.100.1"},
-		{"proxy appends to a client list", "127.0.0.1:5555", []string{"10.9.9.9, 198.51.100.2"}, "198.51.100.2"},
-		{"last header wins", "[::1]:5555", []string{"10.9.9.9", "198.51.100.3"}, "198.51.100.3"},
-		{"junk ignored", "127.0.0.1:5555", []string{"not-an-ip"}, "127.0.0.1"},
-		{"loopback, no header", "127.0.0.1:5555", nil, "127.0.0.1"},
-		{"no port", "192.0.2.9", nil, "192.0.2.9"},
-	}
-	for _, tt := range tests {
-		r, _ := http.NewRequest(http.MethodGet, "http://x/", nil)
-		r.RemoteAddr = tt.remote
-		for _, v := range tt.xff {
-			r.Header.Add("X-Forwarded-For", v)
-		}
-		if got := ClientAddr(r); got != tt.want {
-			t.Errorf("%s: ClientAddr = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestActorResolution(t *testing.T) {
 	t.Parallel()
 	env := newScenarioEnv(t, scenarioOptions{})

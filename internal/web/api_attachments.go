@@ -28,7 +28,8 @@ func attachmentBase(c echo.Context, id string) string {
 	return "/sessions/" + id
 }
 
-// isAttachmentUpload matches POST /api/sessions/:id/attachments.
+// isAttachmentUpload matches POST /api/sessions/:id/attachments, whose
+// body cap is the image cap's (bodyCap).
 func isAttachmentUpload(r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		return false
@@ -36,23 +37,6 @@ func isAttachmentUpload(r *http.Request) bool {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/api/sessions/")
 	id, tail, _ := strings.Cut(rest, "/")
 	return ok && id != "" && tail == "attachments"
-}
-
-// limitAttachmentUpload caps the body of an image upload before routing:
-// the CSRF guard, which runs first, may read a form.
-func (s *Server) limitAttachmentUpload(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if !isAttachmentUpload(r) {
-			return next(c)
-		}
-		limit := s.svc.AttachmentMax() + attachmentOverhead
-		if r.ContentLength > limit {
-			return s.imageTooLarge()
-		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
-		return next(c)
-	}
 }
 
 func (s *Server) imageTooLarge() error {
@@ -121,8 +105,10 @@ func (s *Server) shareAttachment(c echo.Context) error {
 }
 
 // serveAttachment writes an image with the type sniffed at upload,
-// never sniffed again by the browser, shown inline and confined like a
-// download (no script runs in it even opened on its own).
+// never sniffed again by the browser, confined like a download (no script
+// runs in it even opened on its own), under its safe name (service.SafeName),
+// and inline only when it is an image type browsers show; anything else
+// would be a download.
 func (s *Server) serveAttachment(c echo.Context, a *auth.Actor, id string) error {
 	d, err := s.svc.Attachment(c.Request().Context(), a, id, c.Param("aid"))
 	if err != nil {
@@ -131,7 +117,7 @@ func (s *Server) serveAttachment(c echo.Context, a *auth.Actor, id string) error
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, d.MediaType)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set(echo.HeaderContentDisposition, inline(d.Name))
+	h.Set(echo.HeaderContentDisposition, disposition(d.Name, d.MediaType))
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	// Revalidated on every use (the ETag makes that a 304), so a reader
 	// who lost access stops getting it from the server.
@@ -141,14 +127,16 @@ func (s *Server) serveAttachment(c echo.Context, a *auth.Actor, id string) error
 	return nil
 }
 
-// inline is the Content-Disposition of an image shown in the page.
-func inline(name string) string {
-	return "inline" + strings.TrimPrefix(attachment(cmpName(name)), "attachment")
-}
-
-func cmpName(name string) string {
+// disposition is the Content-Disposition of a stored file, under its safe
+// name: inline for the image types the page shows, attachment for
+// anything else.
+func disposition(name, mediaType string) string {
+	name = service.SafeName(name, mediaType)
 	if name == "" {
-		return "image"
+		name = service.SafeName("image", mediaType)
 	}
-	return name
+	if !service.IsImageType(mediaType) {
+		return attachment(name)
+	}
+	return "inline" + strings.TrimPrefix(attachment(name), "attachment")
 }

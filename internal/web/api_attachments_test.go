@@ -106,14 +106,18 @@ func TestAttachmentUploadErrorsAndServing(t *testing.T) {
 		status int
 		code   string
 		mt     string
+		stored string // the name kept, or the error's message
 	}{
-		{"png", "a.png", pngB, 201, "", "image/png"},
-		{"a PNG named .jpg is a PNG", "photo.jpg", pngB, 201, "", "image/png"},
-		{"webp", "g.webp", testkit.WebP(), 201, "", "image/webp"},
-		{"not an image", "notes.png", []byte("just some text\n"), 415, "unsupported_media_type", ""},
-		{"an image of another type", "x.bmp", append([]byte("BM"), make([]byte, 100)...), 415, "unsupported_media_type", ""},
-		{"damaged", "cut.png", pngB[:30], 400, "bad_request", ""},
-		{"over the cap", "huge.png", append(bytes.Clone(pngB), make([]byte, 10<<20)...), 413, "too_large", ""},
+		{"png", "a.png", pngB, 201, "", "image/png", "a.png"},
+		{"a PNG named .jpg is a PNG", "photo.jpg", pngB, 201, "", "image/png", "photo.png"},
+		{"a path is cut to its name", "../../evil.html", pngB, 201, "", "image/png", "evil.png"},
+		{"a dot file", ".htaccess", pngB, 201, "", "image/png", "htaccess.png"},
+		{"webp", "g.webp", testkit.WebP(), 201, "", "image/webp", "g.webp"},
+		{"not an image", "notes.png", []byte("just some text\n"), 415, "unsupported_media_type", "", "not an image"},
+		{"an image of another type", "x.bmp", append([]byte("BM"), make([]byte, 100)...), 415, "unsupported_media_type", "", "image/bmp"},
+		{"a huge canvas in a small file", "bomb.png", testkit.PNGHeader(16384, 16384), 415, "unsupported_media_type", "", "the image is 16384 × 16384 (268 megapixels); at most 40 megapixels"},
+		{"damaged", "cut.png", pngB[:30], 400, "bad_request", "", "cannot be read"},
+		{"over the cap", "huge.png", append(bytes.Clone(pngB), make([]byte, 10<<20)...), 413, "too_large", "", "the image is larger than"},
 	}
 	for _, tc := range cases {
 		status, out := bearerUpload(t, env, tc.file, tc.data)
@@ -123,12 +127,12 @@ func TestAttachmentUploadErrorsAndServing(t *testing.T) {
 		}
 		if tc.code != "" {
 			e, _ := out["error"].(map[string]any)
-			if e["code"] != tc.code || e["message"] == "" {
-				t.Errorf("%s: error %v, want code %s", tc.name, out, tc.code)
+			if msg, _ := e["message"].(string); e["code"] != tc.code || !strings.Contains(msg, tc.stored) {
+				t.Errorf("%s: error %v, want code %s saying %q", tc.name, out, tc.code, tc.stored)
 			}
 			continue
 		}
-		if out["mediaType"] != tc.mt || out["name"] != tc.file {
+		if out["mediaType"] != tc.mt || out["name"] != tc.stored {
 			t.Errorf("%s: %v", tc.name, out)
 		}
 	}
@@ -149,14 +153,15 @@ func TestAttachmentUploadErrorsAndServing(t *testing.T) {
 		t.Errorf("no file field: %d %s", res.StatusCode, body)
 	}
 
-	// Served with the sniffed type, never sniffed again, inline, confined.
-	_, out := bearerUpload(t, env, "served.jpg", pngB)
+	// Served with the sniffed type, never sniffed again, inline under its
+	// safe name, confined.
+	_, out := bearerUpload(t, env, "../served.html", pngB)
 	req, _ = http.NewRequestWithContext(t.Context(), http.MethodGet, env.URL+"/api/sessions/"+env.SessionID+"/attachments/"+out["id"].(string), nil)
 	req.Header.Set("Authorization", "Bearer "+env.tokens[actorOwner])
 	res, body = env.do(t, req)
 	h := res.Header
 	if res.StatusCode != 200 || body != string(pngB) || h.Get("Content-Type") != "image/png" || h.Get("X-Content-Type-Options") != "nosniff" ||
-		!strings.HasPrefix(h.Get("Content-Disposition"), "inline") || !strings.Contains(h.Get("Content-Disposition"), "served.jpg") ||
+		h.Get("Content-Disposition") != "inline; filename=served.png" ||
 		!strings.Contains(h.Get("Content-Security-Policy"), "sandbox") || h.Get("ETag") == "" {
 		t.Errorf("served: %d %v", res.StatusCode, h)
 	}
@@ -174,4 +179,25 @@ func readAll(t *testing.T, r io.Reader) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestDisposition: a stored file is inline only when it is an image type
+// the page shows, and always under a safe name.
+func TestDisposition(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, mediaType, want string }{
+		{"shot.png", "image/png", "inline; filename=shot.png"},
+		{"", "image/gif", "inline; filename=image.gif"},
+		{"../../evil.html", "image/png", "inline; filename=evil.png"},
+		{"café.webp", "image/webp", "inline; filename*=utf-8''caf%C3%A9.webp"},
+		{"page.html", "text/html", "attachment; filename=page.bin"},
+		{"drawing.svg", "image/svg+xml", "attachment; filename=drawing.bin"},
+		{"notes", "text/plain", "attachment; filename=notes.txt"},
+		{"x.bmp", "image/bmp", "attachment; filename=x.bin"},
+	}
+	for _, tt := range tests {
+		if got := disposition(tt.name, tt.mediaType); got != tt.want {
+			t.Errorf("disposition(%q, %s) = %q, want %q", tt.name, tt.mediaType, got, tt.want)
+		}
+	}
 }

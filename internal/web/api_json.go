@@ -13,24 +13,6 @@ import (
 	"harness/internal/service"
 )
 
-// limitBody refuses bodies over n bytes with 413 too_large.
-func limitBody(n int64) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			r := c.Request()
-			if r.ContentLength > n {
-				return tooLarge(n)
-			}
-			r.Body = http.MaxBytesReader(c.Response(), r.Body, n)
-			return next(c)
-		}
-	}
-}
-
-func tooLarge(n int64) error {
-	return service.NewError(service.CodeTooLarge, fmt.Sprintf("request body is larger than %d KiB", n>>10))
-}
-
 // bindJSON decodes the JSON body into v. An empty body leaves v as is when
 // optional; unknown fields are refused, so a typo is not silently ignored.
 func bindJSON(c echo.Context, v any, optional bool) error {

@@ -4,9 +4,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// maxAPIBody bounds a REST request body.
-const maxAPIBody = 1 << 20
-
 // apiRoutes registers the session REST API and the WebSocket. Every route
 // needs a user (cookie + CSRF on unsafe methods, or a bearer token); the
 // WebSocket also admits share-link viewers and checks the Origin.
@@ -18,18 +15,19 @@ func (s *Server) apiRoutes() {
 		return
 	}
 	// Middleware per route rather than a group: a group would also claim
-	// every unknown /api path.
-	g := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser, limitBody(maxAPIBody)}}
+	// every unknown /api path. Bodies are capped before routing
+	// (bodylimit.go).
+	g := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser}}
 	// Commands run on the session's owner: forwarded there when another
 	// replica owns it (forward.go).
-	cmd := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser, limitBody(maxAPIBody), s.toOwner}}
+	cmd := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser, s.toOwner}}
 	g.GET("/providers", s.apiProviders)
 	g.GET("/sandbox", s.apiSandbox)
 	g.GET("/workspace/roots", s.apiWorkspaceRoots)
 	g.GET("/workspace/browse", s.apiWorkspaceBrowse)
 
 	g.POST("/sessions", s.apiCreateSession)
-	s.e.POST("/api/sessions/import", s.apiImport, s.RequireUser, limitBody(maxImportBody))
+	s.e.POST("/api/sessions/import", s.apiImport, s.RequireUser)
 	g.GET("/sessions", s.apiListSessions)
 	g.GET("/sessions/:id", s.apiGetSession)
 	cmd.PATCH("/sessions/:id", s.apiPatchSession)
@@ -40,9 +38,8 @@ func (s *Server) apiRoutes() {
 	g.GET("/sessions/:id/files/content", s.apiFileContent)
 	g.GET("/sessions/:id/files/download", s.downloadFile)
 	g.POST("/sessions/:id/fork", s.apiFork)
-	// Images: the body limit is the image cap's, set before routing
-	// (limitAttachmentUpload); any replica stores them.
-	s.e.Pre(s.limitAttachmentUpload)
+	// Images: the body cap is the image cap's (bodyCap); any replica
+	// stores them.
 	s.e.POST("/api/sessions/:id/attachments", s.apiUploadAttachment, s.RequireUser)
 	g.GET("/sessions/:id/attachments/:aid", s.getAttachment)
 	// The transcript's <img> routes: a signed-in reader's, a share link's.

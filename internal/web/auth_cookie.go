@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -10,12 +9,6 @@ import (
 
 // sessionCookie holds the login session's secret (its hash is the row id).
 const sessionCookie = "harness_session"
-
-// isHTTPS: TLS here, or a TLS reverse proxy in front that says so. Trusting
-// X-Forwarded-Proto from anyone only ever adds the Secure flag.
-func isHTTPS(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
-}
 
 // setCookie sets a cookie with the flags every Harness cookie has:
 // Path=/, HttpOnly, SameSite=Lax, and Secure over HTTPS.

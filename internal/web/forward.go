@@ -28,7 +28,7 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		req := c.Request()
-		body, err := io.ReadAll(req.Body) // limitBody bounds it
+		body, err := io.ReadAll(req.Body) // limitBodies bounds it
 		if err != nil {
 			return service.Errorf(service.CodeTooLarge, "request body too large")
 		}

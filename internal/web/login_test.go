@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,6 +32,9 @@ func postLogin(t *testing.T, client *http.Client, base, name, pw, xff string, he
 func TestSessionCookieFlags(t *testing.T) {
 	t.Parallel()
 	env := newScenarioEnv(t, scenarioOptions{})
+	// A server that trusts no proxy: its loopback peer may be a tool.
+	direct := httptest.NewServer(New(Deps{Log: slogTo(io.Discard), DB: writable{env.DB}, Auth: env.Auth}).Handler())
+	t.Cleanup(direct.Close)
 	tlsSrv := httptest.NewTLSServer(env.Server.Handler())
 	t.Cleanup(tlsSrv.Close)
 	tlsClient := tlsSrv.Client() // trusts the test certificate
@@ -46,6 +50,7 @@ func TestSessionCookieFlags(t *testing.T) {
 		{"plain http", env.client, env.URL, nil, false},
 		{"behind a TLS proxy", env.client, env.URL, map[string]string{"X-Forwarded-Proto": "https"}, true},
 		{"proxy says http", env.client, env.URL, map[string]string{"X-Forwarded-Proto": "http"}, false},
+		{"an untrusted peer says https", env.client, direct.URL, map[string]string{"X-Forwarded-Proto": "https"}, false},
 		{"direct TLS", tlsClient, tlsSrv.URL, nil, true},
 	}
 	for i, tt := range tests {
@@ -117,7 +122,8 @@ func TestLogout(t *testing.T) {
 // Failed logins lock out a name from the address that failed, with 429 and
 // Retry-After, never the name everywhere: a stranger failing the owner's
 // password from other addresses does not stop the owner (the limit per
-// address across names is in internal/auth's table).
+// address across names is in internal/auth's table). The addresses are
+// forwarded by the harness's trusted loopback proxy.
 func TestLoginRateLimitHTTP(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -237,5 +243,67 @@ func TestLoginReplacesPreviousSession(t *testing.T) {
 	}
 	if _, _, err := env.Auth.Session(t.Context(), old); err == nil {
 		t.Fatal("the previous login session outlived a new login")
+	}
+}
+
+// TestLoginForwardedForNeedsATrustedProxy: a tool with the network on
+// reaches the server from loopback and may send any X-Forwarded-For. With
+// no trusted proxy (the default) the peer is the client: 30 bad passwords
+// for one name, each with another X-Forwarded-For, run into 429, the
+// right password is refused while the limit lasts, and no forged address
+// reaches a log line. Behind a trusted proxy each forwarded address is its
+// own client (TestLoginRateLimitHTTP's rows run that way).
+func TestLoginForwardedForNeedsATrustedProxy(t *testing.T) {
+	t.Parallel()
+	env := newScenarioEnv(t, scenarioOptions{Deps: func(_ *scenarioEnv, d *Deps) { d.TrustedProxies = nil }})
+	forged := func(i int) string { return fmt.Sprintf("198.18.%d.%d", i/200, 1+i%200) }
+	var limited int
+	for i := range 30 {
+		res, _ := postLogin(t, env.client, env.URL, "admin", "wrong-password", forged(i), nil)
+		switch {
+		case i < 5 && res.StatusCode != http.StatusUnauthorized:
+			t.Fatalf("attempt %d: %d, want 401", i+1, res.StatusCode)
+		case i >= 5 && res.StatusCode != http.StatusTooManyRequests:
+			t.Fatalf("attempt %d: %d, want 429 (the forged addresses must not count as clients)", i+1, res.StatusCode)
+		case res.StatusCode == http.StatusTooManyRequests:
+			limited++
+		}
+	}
+	res, body := postLogin(t, env.client, env.URL, "admin", password(actorAdmin), forged(30), nil)
+	if res.StatusCode != http.StatusTooManyRequests || cookieNamed(res, sessionCookie) != nil {
+		t.Fatalf("the right password while limited: %d %s", res.StatusCode, body)
+	}
+	if logs := env.Logs.String(); strings.Contains(logs, "198.18.") || !strings.Contains(logs, "addr=127.0.0.1") {
+		t.Fatalf("the logs name a forged address, or not the peer:\n%s", logs)
+	}
+	t.Logf("%d of 30 attempts refused with 429", limited)
+}
+
+// TestLoginBehindATrustedProxy: behind a listed proxy each forwarded
+// address is its own client. Rotating addresses are separate clients (no
+// limit per name alone, as before), one forwarded address is limited
+// across names (20 failures), and a client's own X-Forwarded-For entries,
+// left of the proxy's, change nothing.
+func TestLoginBehindATrustedProxy(t *testing.T) {
+	t.Parallel()
+	env := newScenarioEnv(t, scenarioOptions{}) // trusts its loopback peer
+	for i := range 30 {
+		if res, _ := postLogin(t, env.client, env.URL, "admin", "wrong-password", fmt.Sprintf("198.18.0.%d", 1+i), nil); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("attempt %d from its own address: %d, want 401", i+1, res.StatusCode)
+		}
+	}
+	if res, _ := postLogin(t, env.client, env.URL, "admin", password(actorAdmin), "198.18.1.1", nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the admin from another address: %d, want 303", res.StatusCode)
+	}
+	// One client trying 20 names, each with a forged entry of its own in
+	// front of the proxy's.
+	for i := range 20 {
+		xff := fmt.Sprintf("10.%d.0.1, 198.18.2.2", i)
+		if res, _ := postLogin(t, env.client, env.URL, fmt.Sprintf("guess%d", i), "wrong-password", xff, nil); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("name %d: %d, want 401", i+1, res.StatusCode)
+		}
+	}
+	if res, _ := postLogin(t, env.client, env.URL, "viewer", password(actorViewer), "10.99.0.1, 198.18.2.2", nil); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the 21st attempt from one forwarded address: %d, want 429", res.StatusCode)
 	}
 }

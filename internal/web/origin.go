@@ -17,18 +17,16 @@ import (
 //     already refused an invalid token.
 //   - Origin "null" or unparsable: refused.
 //   - otherwise the Origin must be the request's own origin: the same
-//     scheme (https when the connection is TLS or a proxy says so with
-//     X-Forwarded-Proto, else http) and the same host[:port] as the Host
+//     scheme (https when the connection is TLS or a trusted proxy says so
+//     with X-Forwarded-Proto, else http) and the same host[:port] as the Host
 //     header (the scheme's default port ignored, case-insensitive); or one
 //     of trusted (scheme://host[:port]).
 //
 // The scheme counts: a page of https://host is another origin than
 // http://host, and may be another program. X-Forwarded-Host is not
 // honoured: a TLS reverse proxy must pass the Host header through and set
-// X-Forwarded-Proto, or its public origin must be listed in trusted.
-// Trusting X-Forwarded-Proto from anyone is safe here: a browser cannot
-// add it to a WebSocket handshake, and what is not a browser can send any
-// Origin anyway.
+// X-Forwarded-Proto (and be listed in HARNESS_TRUSTED_PROXIES), or its
+// public origin must be listed in trusted.
 func CheckOrigin(r *http.Request, trusted []string) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ func TestCheckOrigin(t *testing.T) {
 		{"http origin behind a TLS proxy", "http://example.com", "example.com", false, "https", false},
 		{"behind a TLS proxy", "https://example.com", "example.com", false, "https", true},
 		{"proxy says http", "https://example.com", "example.com", false, "http", false},
+		{"untrusted peer says https", "https://example.com", "example.com", false, "untrusted https", false},
+		{"untrusted peer: http stays its origin", "http://example.com", "example.com", false, "untrusted https", true},
 		{"explicit default port", "https://example.com:443", "example.com", false, "https", true},
 		{"other scheme's default port", "https://example.com:80", "example.com", false, "https", false},
 		{"host with default port", "http://example.com", "example.com:80", false, "", true},
@@ -51,9 +54,17 @@ func TestCheckOrigin(t *testing.T) {
 		if tt.bearer {
 			r.Header.Set("Authorization", "Bearer hrn_x")
 		}
+		// The peer (127.0.0.1 here) is a trusted proxy unless the row
+		// says otherwise.
+		r.RemoteAddr = "127.0.0.1:5555"
+		proxy := proxies{netip.MustParsePrefix("127.0.0.1/32")}
+		if proto, ok := strings.CutPrefix(tt.proto, "untrusted "); ok {
+			proxy, tt.proto = nil, proto
+		}
 		if tt.proto != "" {
 			r.Header.Set("X-Forwarded-Proto", tt.proto)
 		}
+		r = r.WithContext(context.WithValue(r.Context(), clientKey{}, proxy.clientOf(r)))
 		if got := CheckOrigin(r, trusted); got != tt.want {
 			t.Errorf("%s: CheckOrigin(origin %q, host %q) = %v, want %v", tt.name, tt.origin, tt.host, got, tt.want)
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,6 +31,10 @@ type Deps struct {
 	Auth *auth.Service
 	// TrustedOrigins are extra origins allowed to open the WebSocket.
 	TrustedOrigins []string
+	// TrustedProxies are the peers whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (client.go); none: the TCP peer is
+	// the client.
+	TrustedProxies []netip.Prefix
 	// Service is the session service behind the REST API; nil serves no
 	// session routes. Concrete: the handlers use nearly all of it, so an
 	// interface would only restate it (docs/architecture.md).
@@ -58,6 +63,7 @@ type Server struct {
 	db      Pinger
 	auth    *auth.Service
 	trusted []string
+	proxies proxies
 	svc     *service.Service
 	ws      http.Handler
 	ui      *UIDeps
@@ -71,8 +77,11 @@ func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID}
+	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID}
 	e.HTTPErrorHandler = s.handleError
+	// First: everything after them asks who the client is, and may read
+	// the body.
+	e.Pre(s.resolveClient, s.limitBodies)
 	e.Use(requestLog(d.Log)...)
 	s.routes()
 	if d.Replicas != nil {
