@@ -307,4 +307,3 @@ func (f fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
-
