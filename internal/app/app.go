@@ -21,6 +21,7 @@ import (
 	"harness/internal/config"
 	"harness/internal/driver"
 	"harness/internal/driverstore"
+	"harness/internal/egress"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/mcp"
@@ -91,7 +92,9 @@ type App struct {
 	// Sandbox confines tool processes; Workspaces places sessions' files.
 	Sandbox    *sandbox.Sandbox
 	Workspaces *workspace.Manager
-	Web        *web.Server
+	// Egress is the network-on sandboxes' only way out (egress.go).
+	Egress *egress.Proxy
+	Web    *web.Server
 	// Leases are this replica's identity and session leases on PostgreSQL
 	// (replica.go); nil on SQLite, whose one process owns every session.
 	Leases *models.Leases
@@ -399,6 +402,9 @@ func (a *App) closeParts(ctx context.Context) error {
 	}
 	if a.stopDemo != nil {
 		errs = append(errs, within(ctx, "stopping the offline demo model", noErr(a.stopDemo)))
+	}
+	if a.Egress != nil {
+		a.Egress.Close()
 	}
 	return errors.Join(errs...)
 }
