@@ -43,13 +43,7 @@ const (
 	ReasonUnspecified Reason = "unspecified" // 0.0.0.0, ::, or not an address
 	ReasonServer      Reason = "server"      // this server's own listener or database
 	ReasonNoAddress   Reason = "no-address"  // the name resolved to nothing
-	ReasonBadRequest  Reason = "bad-request" // a request the proxy does not serve
-	ReasonBusy        Reason = "busy"        // too many connections at once
 )
-
-// Reasons lists every reason (metric labels are initialised from it).
-var Reasons = []Reason{ReasonLoopback, ReasonPrivate, ReasonLinkLocal, ReasonCGNAT, ReasonMetadata,
-	ReasonMulticast, ReasonReserved, ReasonUnspecified, ReasonServer, ReasonNoAddress, ReasonBadRequest, ReasonBusy}
 
 // Refusal is a connection the policy refused.
 type Refusal struct {
@@ -69,8 +63,6 @@ func (r *Refusal) Error() string {
 		why = fmt.Sprintf("%s is not an address to connect to", r.Addr)
 	case ReasonNoAddress:
 		why = "the name has no address"
-	case ReasonBadRequest, ReasonBusy:
-		why = string(r.Reason)
 	default:
 		why = fmt.Sprintf("%s is a %s address, and the host is not on the admin's allow-list (HARNESS_FETCH_HOSTS)", r.Addr.Addr(), r.Reason)
 	}
