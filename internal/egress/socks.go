@@ -85,7 +85,9 @@ func (p *Proxy) serveSOCKS(e *entry, c *conn) {
 		return
 	}
 	port := binary.BigEndian.Uint16(pb[:])
-	up, err := p.dial(context.Background(), e, net.JoinHostPort(host, strconv.Itoa(int(port))))
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	up, err := p.dial(ctx, e, net.JoinHostPort(host, strconv.Itoa(int(port))))
+	cancel()
 	if err != nil {
 		var rf *Refusal
 		switch {

@@ -287,6 +287,13 @@ func TestNetwork(t *testing.T) {
 			if code != 0 || strings.Count(out, "listed-site") != 2 {
 				t.Errorf("network on: the allow-listed server through the proxy (HTTP, then SOCKS5): exit %d:\n%s", code, out)
 			}
+			// A server the command starts itself is reached as localhost
+			// (NO_PROXY), on the sandbox's own loopback.
+			out, _ = run(t, sb, on, `echo own-server > index.html; python3 -m http.server 18080 --bind 127.0.0.1 >/dev/null 2>&1 &
+for i in $(seq 100); do curl -s localhost:18080/index.html && break; sleep 0.1; done; kill %1`)
+			if !strings.Contains(out, "own-server") {
+				t.Errorf("network on: a server started in the sandbox is not reached as localhost:\n%s", out)
+			}
 			out, _ = run(t, sb, on, "curl -sS "+unlisted.URL)
 			if strings.Contains(out, "unlisted-site") || !strings.Contains(out, "loopback") {
 				t.Errorf("network on: a loopback server not allow-listed:\n%s", out)
