@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestEgressFromOutside(t *testing.T) {
 	out := runTool(t, c, s.ID, `id -un; curl -sS --max-time 20 `+site.URL+`/; echo
 curl -sS --max-time 20 http://127.0.0.1:5432/; echo
 psql -h 127.0.0.1 -U postgres -d test -Atc "select 'pg-' || 'reached'" 2>&1 | head -1`)
-	if !strings.Contains(out, "nobody") || !strings.Contains(out, "listed-local-site") ||
+	if (os.Geteuid() == 0 && !strings.Contains(out, "nobody")) || !strings.Contains(out, "listed-local-site") ||
 		!strings.Contains(out, "refused to connect to 127.0.0.1:5432") || strings.Contains(out, "pg-reached") {
 		t.Fatalf("output:\n%s", out)
 	}
