@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -277,7 +278,9 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 // Options.Providers beats them, and a stored default beats all.
 func (a *App) setupProviders(ctx context.Context, opts Options) error {
 	a.Providers = llm.NewRegistry()
-	demo, stop, err := fake.StartDemo(ctx, a.Log, opts.DemoOptions...)
+	// The demo model listens in this process: tools never reach it.
+	demoOpts := append(slices.Clone(opts.DemoOptions), fake.OnListen(a.reserved.listening))
+	demo, stop, err := fake.StartDemo(ctx, a.Log, demoOpts...)
 	if err != nil {
 		return fmt.Errorf("start the offline demo model: %w", err)
 	}
