@@ -27,6 +27,7 @@ func (a *App) setupEgress() (*egress.Proxy, error) {
 	notes := &egressNotes{
 		metrics: a.Metrics,
 		note: func(id string, ev session.NetworkRefused) {
+			a.Log.Info("network refused", "session", id, "host", ev.Host, "port", ev.Port, "address", ev.Address, "reason", ev.Reason)
 			if a.Manager == nil {
 				return
 			}
@@ -50,7 +51,8 @@ func (a *App) setupEgress() (*egress.Proxy, error) {
 	return p, nil
 }
 
-// egressNotes is the proxy's recorder.
+// egressNotes is the proxy's recorder: every refusal is counted, and the
+// admitted ones are logged and noted in the session.
 type egressNotes struct {
 	metrics *metrics.Metrics
 	note    func(id string, ev session.NetworkRefused)

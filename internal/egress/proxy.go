@@ -173,7 +173,9 @@ func (p *Proxy) dial(ctx context.Context, e *entry, addr string) (net.Conn, erro
 	var rf *Refusal
 	switch {
 	case errors.As(err, &rf):
-		p.d.Log.Info("egress refused", "session", e.session, "target", rf.Short())
+		// Debug: a hostile loop must not flood the log; the recorder
+		// notes refusals at a bounded rate.
+		p.d.Log.Debug("egress refused", "session", e.session, "target", rf.Short())
 		if p.d.Recorder != nil {
 			p.d.Recorder.Refused(context.WithoutCancel(ctx), e.session, rf)
 		}
