@@ -81,6 +81,7 @@ type entry struct {
 	queue        *connQueue
 	transport    *http.Transport
 	active       atomic.Int32 // open connections, holds included
+	warned       atomic.Bool  // the connection limit was logged
 	lastUsed     time.Time    // under Proxy.mu
 }
 

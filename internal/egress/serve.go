@@ -28,7 +28,9 @@ func (p *Proxy) accept(e *entry) {
 		}
 		if e.active.Add(1) > MaxConns {
 			e.active.Add(-1)
-			p.d.Log.Warn("egress: too many connections", "session", e.session)
+			if !e.warned.Swap(true) { // once per socket: a loop must not flood the log
+				p.d.Log.Warn("egress: a session reached its connection limit; more are closed", "session", e.session, "limit", MaxConns)
+			}
 			c.Close()
 			continue
 		}
