@@ -14,8 +14,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/net/proxy"
+
+	"harness/internal/testkit/poll"
 )
 
 // recorder keeps what the proxy recorded.
@@ -210,5 +213,41 @@ func TestProxyClose(t *testing.T) {
 	}
 	if _, err := p.Socket(t.Context(), "s1", nil); err == nil {
 		t.Error("a closed proxy handed out a socket")
+	}
+}
+
+// A session holds at most MaxConns connections to its socket: the next one
+// is closed at once; when one ends, a new one is served.
+func TestProxyConnectionLimit(t *testing.T) {
+	t.Parallel()
+	site := httptest.NewServer(hello("site"))
+	t.Cleanup(site.Close)
+	_, sock := proxyFixture(t, []string{strings.TrimPrefix(site.URL, "http://")}, nil)
+	var holds []net.Conn
+	for range MaxConns {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write([]byte{holdByte}); err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, c)
+	}
+	extra, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the connection over the limit: read %d, %v; want it closed", n, err)
+	}
+	holds[0].Close()
+	// Once the proxy has seen the hold end, a request is served again.
+	poll.Eventually(t, "a request served again", func() bool {
+		code, _, _ := get(viaProxy(sock), site.URL)
+		return code == 200
+	}, poll.Within(10*time.Second), poll.Every(10*time.Millisecond))
+	for _, c := range holds[1:] {
+		c.Close()
 	}
 }
