@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"harness/internal/config"
 	"harness/internal/driver"
 	"harness/internal/driverstore"
+	"harness/internal/egress"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/mcp"
@@ -91,7 +93,9 @@ type App struct {
 	// Sandbox confines tool processes; Workspaces places sessions' files.
 	Sandbox    *sandbox.Sandbox
 	Workspaces *workspace.Manager
-	Web        *web.Server
+	// Egress is the network-on sandboxes' only way out (egress.go).
+	Egress *egress.Proxy
+	Web    *web.Server
 	// Leases are this replica's identity and session leases on PostgreSQL
 	// (replica.go); nil on SQLite, whose one process owns every session.
 	Leases *models.Leases
@@ -275,7 +279,9 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 // Options.Providers beats them, and a stored default beats all.
 func (a *App) setupProviders(ctx context.Context, opts Options) error {
 	a.Providers = llm.NewRegistry()
-	demo, stop, err := fake.StartDemo(ctx, a.Log, opts.DemoOptions...)
+	// The demo model listens in this process: tools never reach it.
+	demoOpts := append(slices.Clone(opts.DemoOptions), fake.OnListen(a.reserved.listening))
+	demo, stop, err := fake.StartDemo(ctx, a.Log, demoOpts...)
 	if err != nil {
 		return fmt.Errorf("start the offline demo model: %w", err)
 	}
@@ -400,6 +406,9 @@ func (a *App) closeParts(ctx context.Context) error {
 	}
 	if a.stopDemo != nil {
 		errs = append(errs, within(ctx, "stopping the offline demo model", noErr(a.stopDemo)))
+	}
+	if a.Egress != nil {
+		a.Egress.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -30,8 +30,17 @@ import (
 // attackApp is the real app with small limits, so bounded attacks end fast.
 func attackApp(t *testing.T) *apptest.App {
 	t.Helper()
+	return attackAppWith(t, nil)
+}
+
+// attackAppWith is attackApp with more configuration.
+func attackAppWith(t *testing.T, more func(*config.Config)) *apptest.App {
+	t.Helper()
 	return apptest.StartApp(t, func(c *config.Config) {
 		c.Sandbox.Limits = sandbox.Limits{Processes: 128, FileSizeBytes: 32 << 20, CPUSeconds: 60}
+		if more != nil {
+			more(c)
+		}
 	}, app.Options{DemoOptions: []fake.Option{fake.WithChunkDelay(time.Millisecond)}})
 }
 

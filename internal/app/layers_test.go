@@ -14,7 +14,7 @@ import (
 // import packages of lower layers only. Paths are relative to the module;
 // one ending in "/" is a prefix.
 var layers = [][]string{
-	{"internal/llm", "internal/secrets", "internal/sandbox", "internal/files", "internal/auth", "client",
+	{"internal/llm", "internal/secrets", "internal/sandbox", "internal/egress", "internal/files", "internal/auth", "client",
 		"internal/testkit/poll", "internal/testkit/proclocks", "internal/crashpoint", "internal/tools/builtin/globpat", "internal/tools/builtin/textdiff", "web/static", "third_party/"},
 	{"internal/session", "internal/llm/openai", "internal/config", "internal/sandbox/sandboxtest"},
 	{"internal/tools", "internal/importer", "internal/models", "internal/llm/fake"},

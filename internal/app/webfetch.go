@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"harness/internal/egress"
 	"harness/internal/tools/builtin"
 )
 
@@ -115,7 +116,7 @@ func (a *App) fetchHosts(ctx context.Context) ([]string, error) {
 // options.
 func (a *App) webFetchOptions(ctx context.Context) (builtin.WebFetchOptions, error) {
 	for _, h := range a.Config.FetchHosts {
-		if _, err := builtin.ParseFetchHost(h); err != nil {
+		if _, err := egress.ParseHost(h); err != nil {
 			return builtin.WebFetchOptions{}, fmt.Errorf("HARNESS_FETCH_HOSTS: %w", err)
 		}
 	}

@@ -30,8 +30,13 @@ func (a *App) setupWorkspaces(ctx context.Context, sb *sandbox.Sandbox) error {
 		}
 		private = append(private, db)
 	}
+	proxy, err := a.setupEgress()
+	if err != nil {
+		return err
+	}
+	a.Egress = proxy
 	ws, err := workspace.New(workspace.Deps{
-		Log: a.Log, Sandbox: sb, DataDir: a.Config.DataDir, PrivateFiles: private,
+		Log: a.Log, Sandbox: sb, DataDir: a.Config.DataDir, PrivateFiles: private, Egress: proxy,
 		Roots: a.workspaceRoots, GitHosts: a.gitHosts,
 		InUse:       a.Store.WorkspaceInUse,
 		Network:     a.sessionNetwork,

@@ -81,3 +81,12 @@ func (a *Agent) workspaceSettledLocked() bool {
 func (a *Agent) PublishWorkspace(p WorkspaceProgress) {
 	a.m.live.publish(LiveEvent{Kind: LiveWorkspace, Session: a.id, Workspace: &p})
 }
+
+// NoteNetwork logs a connection the session's egress proxy refused
+// (network/refused). It may come at any time the session is loaded, during
+// a turn too (the tool that asked is running); it does not wait for the
+// write to be durable: a note lost in a crash is only a note.
+func (a *Agent) NoteNetwork(ev session.NetworkRefused) error {
+	_, err := a.log.Append(session.TypeNetworkRefused, ev)
+	return err
+}

@@ -29,6 +29,8 @@ type Metrics struct {
 	batchEvents   prometheus.Histogram
 	batchDuration prometheus.Histogram
 	eventsWritten prometheus.Counter
+	egressRefused *prometheus.CounterVec
+	egressAllowed prometheus.Counter
 }
 
 // Sources are read when Prometheus scrapes (gauges of current state).
@@ -69,6 +71,13 @@ func New(src Sources) *Metrics {
 	m.eventsWritten = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "harness_events_appended_total", Help: "Session events committed to the database.",
 	})
+	m.egressRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harness_egress_refused_total", Help: "Connections the sandboxes' egress proxy refused, by reason (loopback, private, server, ...).",
+	}, []string{"reason"})
+	m.egressAllowed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harness_egress_allowed_total", Help: "Connections the sandboxes' egress proxy made.",
+	})
+	m.reg.MustRegister(m.egressRefused, m.egressAllowed)
 	m.reg.MustRegister(m.turns, m.requests, m.requestTime, m.tools, m.batchEvents, m.batchDuration, m.eventsWritten,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, fn func() int) {
@@ -114,6 +123,12 @@ func (m *Metrics) OnBatch(events int, took time.Duration) {
 	m.batchDuration.Observe(took.Seconds())
 	m.eventsWritten.Add(float64(events))
 }
+
+// EgressRefused counts a connection the egress proxy refused.
+func (m *Metrics) EgressRefused(reason string) { m.egressRefused.WithLabelValues(reason).Inc() }
+
+// EgressAllowed counts a connection the egress proxy made.
+func (m *Metrics) EgressAllowed() { m.egressAllowed.Inc() }
 
 type observer struct{ m *Metrics }
 

@@ -208,6 +208,7 @@ const (
 	NoticeInterrupt   NoticeKind = "partial"
 	NoticeWorkspace   NoticeKind = "workspace"
 	NoticeWorkspaceKO NoticeKind = "workspace-failed"
+	NoticeNetwork     NoticeKind = "network"
 )
 
 // NoticeItem is a one-line notice (stopped, interrupted, max tokens,

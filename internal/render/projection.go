@@ -542,6 +542,12 @@ func (p *Projection) apply(ev session.Event) error {
 			break
 		}
 		p.notice(base, NoticeWorkspaceKO, "The workspace could not be prepared: "+w.Error+" The session goes on in an empty workspace.")
+	case session.TypeNetworkRefused:
+		n, err := session.Decode[session.NetworkRefused](ev)
+		if err != nil {
+			return err
+		}
+		p.notice(base, NoticeNetwork, NetworkRefusedText(n))
 	case session.TypeSessionTitle:
 		// The title lives in the page header (rendered from the session
 		// row), not in the transcript.

@@ -137,6 +137,7 @@ var projectionCases = []struct {
 		r.add(session.TypeWorkspaceFailed, session.WorkspaceFailed{Kind: "clone", Source: "x", Error: "no such repo."})
 		r.add(session.TypeWorkspaceFailed, session.WorkspaceFailed{Kind: "fork", Source: "p", Error: "the server stopped while copying the workspace", Interrupted: true})
 		r.add(session.TypeSessionTitle, session.SessionTitle{Title: "A <title>", Source: session.TitleSource("user")})
+		r.add(session.TypeNetworkRefused, session.NetworkRefused{Host: "127.0.0.1", Port: 5432, Address: "127.0.0.1:5432", Reason: "loopback"})
 	}},
 	{"compactions", func(r *run) {
 		r.add(session.TypeCompactionStart, session.CompactionStart{CompactionID: "k1"})
@@ -241,7 +242,7 @@ func TestProjectionCoversTheVocabulary(t *testing.T) {
 		session.TypeApprovalDecided, session.TypeQuestionAsked, session.TypeQuestionAnswered, session.TypeLLMRetry,
 		session.TypeLLMRetryStarted, session.TypeTurnEnd, session.TypeCompactionSum, session.TypeCompactionEnd,
 		session.TypePermissionMode, session.TypeModelSelected, session.TypeWorkspaceReady, session.TypeWorkspaceFailed,
-		session.TypeSessionTitle,
+		session.TypeSessionTitle, session.TypeNetworkRefused,
 	} {
 		if !rendered[typ] {
 			t.Errorf("no case renders a %s fragment", typ)

@@ -14,7 +14,8 @@ const helperInside = "/run/harness/sandbox-helper"
 // bwrapCommand runs the helper inside bubblewrap: a tmpfs root with the
 // system read-only, the workspace (at its real path, so paths agree with the
 // file tools), a private /tmp, /proc and /dev, and new PID, IPC, UTS and
-// (unless allowed) network namespaces.
+// network namespaces; a network-on command reaches out only through the
+// egress proxy socket mounted inside.
 //
 // As root, bubblewrap starts in a user namespace that maps only root and the
 // tools' uid: it can still mount what root may read, the helper then drops
@@ -24,11 +25,8 @@ const helperInside = "/run/harness/sandbox-helper"
 func (s *Sandbox) bwrapCommand(p Process) (*exec.Cmd, error) {
 	args := []string{
 		"--die-with-parent", "--new-session",
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net",
 		"--hostname", "sandbox",
-	}
-	if !p.Network {
-		args = append(args, "--unshare-net")
 	}
 	asRoot := os.Geteuid() == 0
 	if !asRoot {
@@ -55,6 +53,11 @@ func (s *Sandbox) bwrapCommand(p Process) (*exec.Cmd, error) {
 		wsBind = "--ro-bind"
 	}
 	args = append(args, wsBind, p.Workspace, p.Workspace)
+	if p.Egress != "" {
+		// The bridge runs as the tools' user: /run/harness must be
+		// traversable (bubblewrap makes implicit parents 0700).
+		args = append(args, "--perms", "0711", "--dir", filepath.Dir(egressInside), "--bind", p.Egress, egressInside)
+	}
 	args = append(args, "--ro-bind", s.exe, helperInside)
 	args = append(args, "--chdir", p.Dir)
 
@@ -68,6 +71,9 @@ func (s *Sandbox) bwrapCommand(p Process) (*exec.Cmd, error) {
 	}
 	spec.RW = append(spec.RW, "/tmp")
 	spec.DevDirs = []string{"/dev"}
+	if p.Egress != "" {
+		spec.Egress = egressInside
+	}
 	enc, err := encodeSpec(spec)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@
 //     own mount namespace (a tmpfs root with the system read-only, the
 //     workspace read-write and a private /tmp), its own PID namespace (a
 //     private /proc: the server and other sessions are invisible), and its
-//     own network namespace unless the network is allowed.
+//     own network namespace, always.
 //   - Landlock, through github.com/landlock-lsm/go-landlock, applied by a
 //     re-executed helper of the server binary just before it execs the
 //     command: filesystem access is limited to the same paths, TCP bind and
@@ -16,6 +16,12 @@
 //     and abstract UNIX sockets cannot reach outside the domain. Landlock
 //     also refuses ptrace-like access, so /proc/<pid>/environ and mem of
 //     processes outside the sandbox stay closed.
+//
+// With the network on, a command still has no host network: it keeps its
+// own network namespace (Landlock-only mode too), with only loopback, and
+// reaches out through the server's egress proxy (internal/egress), whose
+// UNIX socket a bridge started by the helper serves on a loopback port; the
+// command gets HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (bridge.go).
 //
 // The helper also lowers resource limits (CPU seconds, data size, number of
 // processes, file size, open files) and, when the server runs as root, drops
@@ -29,5 +35,5 @@
 //
 // The package knows nothing of sessions or agents: callers describe a
 // process (program, arguments, environment, workspace, scratch directory,
-// network) and get an *exec.Cmd to start.
+// egress socket) and get an *exec.Cmd to start.
 package sandbox

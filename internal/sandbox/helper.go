@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -29,11 +30,16 @@ type helperSpec struct {
 	ROFiles []string `json:"roFiles,omitempty"` // single files readable
 	RWFiles []string `json:"rwFiles,omitempty"` // single files readable and writable (devices)
 	DevDirs []string `json:"devDirs,omitempty"` // rw with device ioctls (a private /dev)
-	Network bool     `json:"network,omitempty"`
-	Dir     string   `json:"dir"`
-	UID     int      `json:"uid"`
-	GID     int      `json:"gid"`
-	Limits  Limits   `json:"limits"`
+	// Egress is the proxy socket as the helper sees it; set, the network
+	// is on (through the bridge), else off.
+	Egress string `json:"egress,omitempty"`
+	// LoopbackUp: the helper brings lo up in the network namespace the
+	// server gave it (Landlock-only mode), then drops the capability.
+	LoopbackUp bool   `json:"loopbackUp,omitempty"`
+	Dir        string `json:"dir"`
+	UID        int    `json:"uid"`
+	GID        int    `json:"gid"`
+	Limits     Limits `json:"limits"`
 	// DeathSignal re-arms the parent-death signal after the identity
 	// change, which clears it (Landlock-only mode, where nothing else ties
 	// the command's life to the server's).
@@ -56,6 +62,9 @@ func encodeSpec(s helperSpec) (string, error) {
 func init() {
 	if len(os.Args) == 3 && os.Args[1] == helperArg {
 		os.Exit(helperMain(os.Args[2]))
+	}
+	if len(os.Args) > 2 && os.Args[1] == bridgeArg {
+		os.Exit(bridgeMain(os.Args[2:]))
 	}
 }
 
@@ -82,6 +91,22 @@ func helperMain(encoded string) int {
 			return fail(exitSetup, "working directory: %v", err)
 		}
 	}
+	env := os.Environ()
+	if s.Egress != "" {
+		if s.LoopbackUp {
+			if err := loopbackUp(); err != nil {
+				return fail(exitSetup, "network: %v", err)
+			}
+			if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+				return fail(exitSetup, "capabilities: %v", err)
+			}
+		}
+		vars, err := startBridge(s.Egress, s.UID, s.GID)
+		if err != nil {
+			return fail(exitSetup, "network: %v", err)
+		}
+		env = withVars(env, vars)
+	}
 	if err := restrictLandlock(s); err != nil {
 		return fail(exitSetup, "landlock: %v", err)
 	}
@@ -99,12 +124,12 @@ func helperMain(encoded string) int {
 			return fail(exitSetup, "the server exited")
 		}
 	}
-	err = syscall.Exec(s.Path, s.Args, os.Environ())
+	err = syscall.Exec(s.Path, s.Args, env)
 	return fail(exitExec, "exec %s: %v", s.Path, err)
 }
 
 // restrictLandlock confines the helper (and what it execs) to the spec's
-// paths; TCP is refused unless the network is allowed; signals and abstract
+// paths; TCP is refused unless the network is on; signals and abstract
 // UNIX sockets stay inside the domain. Best effort below ABI 7, but a kernel
 // without Landlock is refused here: Status never chooses a Landlock mode
 // there, so reaching this means the kernel changed under us.
@@ -113,7 +138,9 @@ func restrictLandlock(s helperSpec) error {
 		return fmt.Errorf("the kernel does not support Landlock")
 	}
 	cfg := landlock.V7
-	if s.Network {
+	if s.Egress != "" {
+		// The namespace has only loopback: the bridge, and servers the
+		// command starts itself.
 		cfg.HandledAccessNet = 0
 	}
 	rules := []landlock.Rule{
@@ -176,4 +203,21 @@ func dropIdentity(uid, gid int) error {
 		return fmt.Errorf("identity is %d:%d after switching to %d:%d", os.Geteuid(), os.Getegid(), uid, gid)
 	}
 	return nil
+}
+
+// withVars sets the variables kv ("K=V") in env, replacing any of the same
+// name.
+func withVars(env, kv []string) []string {
+	names := map[string]bool{}
+	for _, v := range kv {
+		k, _, _ := strings.Cut(v, "=")
+		names[k] = true
+	}
+	out := make([]string, 0, len(env)+len(kv))
+	for _, v := range env {
+		if k, _, _ := strings.Cut(v, "="); !names[k] {
+			out = append(out, v)
+		}
+	}
+	return append(out, kv...)
 }

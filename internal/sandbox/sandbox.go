@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrUnavailable is returned by Command when no usable sandbox exists and
@@ -230,8 +232,11 @@ type Process struct {
 	Scratch string
 	// ReadOnly are extra paths this process may read (a clone source).
 	ReadOnly []string
-	// Network lets the process use the network (off by default).
-	Network bool
+	// Egress is the server's egress proxy socket for this process's
+	// session (internal/egress): set, the network is on, and the proxy is
+	// the only way out of the process's own network namespace; empty, the
+	// network is off.
+	Egress string
 	// UID and GID run the process as another unprivileged user than the
 	// configured one (the owner of an existing project directory); 0
 	// keeps the configured identity. Only a server running as root can.
@@ -282,6 +287,9 @@ func checkProcess(p *Process) error {
 	if !within(p.Workspace, p.Dir) {
 		return fmt.Errorf("sandbox: working directory %s is outside the workspace %s", p.Dir, p.Workspace)
 	}
+	if p.Egress != "" && !filepath.IsAbs(p.Egress) {
+		return fmt.Errorf("sandbox: the egress socket must be an absolute path (got %q)", p.Egress)
+	}
 	if p.Scratch != "" && !filepath.IsAbs(p.Scratch) {
 		return fmt.Errorf("sandbox: the scratch directory must be an absolute path (got %q)", p.Scratch)
 	}
@@ -322,6 +330,9 @@ func (s *Sandbox) landlockCommand(p Process) (*exec.Cmd, error) {
 	spec.RWFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 	spec.ROFiles = []string{"/dev/random", "/dev/urandom"}
 	spec.DeathSignal = true
+	// A network-on command gets a network namespace of its own (below),
+	// whose lo the helper brings up.
+	spec.Egress, spec.LoopbackUp = p.Egress, p.Egress != ""
 	enc, err := encodeSpec(spec)
 	if err != nil {
 		return nil, err
@@ -341,6 +352,16 @@ func (s *Sandbox) landlockCommand(p Process) (*exec.Cmd, error) {
 		UidMappings: idMap(uid), GidMappings: idMap(gid),
 		GidMappingsEnableSetgroups: os.Geteuid() == 0,
 	}
+	if p.Egress != "" {
+		// A network namespace of its own, like bubblewrap's: the host's
+		// network is out of reach, the proxy is the way out. The helper
+		// brings lo up; as another user than root it needs the capability
+		// carried across its exec.
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWNET
+		if os.Geteuid() != 0 {
+			cmd.SysProcAttr.AmbientCaps = []uintptr{unix.CAP_NET_ADMIN}
+		}
+	}
 	return cmd, nil
 }
 
@@ -356,10 +377,9 @@ func (s *Sandbox) identity(p Process) (uid, gid int) {
 func (s *Sandbox) baseSpec(p Process) helperSpec {
 	uid, gid := s.identity(p)
 	return helperSpec{
-		RO:      slices.Clone(s.status.ReadOnly),
-		Network: p.Network,
-		Dir:     p.Dir,
-		UID:     uid, GID: gid,
+		RO:  slices.Clone(s.status.ReadOnly),
+		Dir: p.Dir,
+		UID: uid, GID: gid,
 		Limits: s.cfg.Limits,
 		Path:   p.Path,
 		Args:   append([]string{filepath.Base(p.Path)}, p.Args...),

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"harness/internal/egress"
 	"harness/internal/sandbox"
 	"harness/internal/testkit/poll"
 )
@@ -222,6 +225,12 @@ func TestServerCannotBeSignalled(t *testing.T) {
 	}
 }
 
+// With the network off nothing answers; with it on the command has no host
+// network either (a listener on the host's 127.0.0.1 is unreachable
+// directly), and its one way out is the egress proxy: curl reaches an
+// allow-listed loopback HTTP server through it (HTTP_PROXY, and SOCKS5 by
+// ALL_PROXY), and a loopback server not on the list is refused with the
+// policy's reason.
 func TestNetwork(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -239,22 +248,87 @@ func TestNetwork(t *testing.T) {
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	script := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && head -1 <&3", port)
+	direct := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && head -1 <&3", port)
+	listed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "listed-site") }))
+	defer listed.Close()
+	unlisted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "unlisted-site") }))
+	defer unlisted.Close()
 	for _, m := range confinedModes {
 		t.Run(string(m), func(t *testing.T) {
 			sb := requireSandbox(t, m, sandbox.Limits{})
 			l := newLayout(t, sb)
-			out, code := run(t, sb, sandbox.Process{Workspace: l.ws}, script)
+			out, code := run(t, sb, sandbox.Process{Workspace: l.ws}, direct)
 			if code == 0 || strings.Contains(out, "hello-from-server") {
 				t.Errorf("network off: the server's port answered (exit %d):\n%s", code, out)
 			}
-			out, code = run(t, sb, sandbox.Process{Workspace: l.ws, Network: true}, script)
-			if code != 0 || !strings.Contains(out, "hello-from-server") {
-				t.Errorf("network allowed: exit %d:\n%s", code, out)
+
+			refused := make(chan *egress.Refusal, 8)
+			proxy, err := egress.NewProxy(egress.ProxyDeps{
+				Dir: filepath.Join(l.data, "egress"),
+				Hosts: func(context.Context) ([]string, error) {
+					return []string{strings.TrimPrefix(listed.URL, "http://")}, nil
+				},
+				Recorder: chanRecorder(refused),
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
+			defer proxy.Close()
+			sock, err := proxy.Socket(t.Context(), "s1", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			on := sandbox.Process{Workspace: l.ws, Scratch: l.scratch, Egress: sock}
+			out, code = run(t, sb, on, direct)
+			if code == 0 || strings.Contains(out, "hello-from-server") {
+				t.Errorf("network on: the host's loopback answered directly (exit %d):\n%s", code, out)
+			}
+			out, code = run(t, sb, on, "curl -sS "+listed.URL+"; echo; env -u http_proxy -u HTTP_PROXY curl -sS "+listed.URL)
+			if code != 0 || strings.Count(out, "listed-site") != 2 {
+				t.Errorf("network on: the allow-listed server through the proxy (HTTP, then SOCKS5): exit %d:\n%s", code, out)
+			}
+			// A server the command starts itself is reached as localhost
+			// (NO_PROXY), on the sandbox's own loopback.
+			out, _ = run(t, sb, on, `echo own-server > index.html; python3 -m http.server 18080 --bind 127.0.0.1 >/dev/null 2>&1 &
+for i in $(seq 100); do curl -s localhost:18080/index.html && break; sleep 0.1; done; kill %1`)
+			if !strings.Contains(out, "own-server") {
+				t.Errorf("network on: a server started in the sandbox is not reached as localhost:\n%s", out)
+			}
+			out, _ = run(t, sb, on, "curl -sS "+unlisted.URL)
+			if strings.Contains(out, "unlisted-site") || !strings.Contains(out, "loopback") {
+				t.Errorf("network on: a loopback server not allow-listed:\n%s", out)
+			}
+			select {
+			case rf := <-refused:
+				if rf.Reason != egress.ReasonLoopback {
+					t.Errorf("refusal recorded as %+v", rf)
+				}
+			default:
+				t.Error("the refusal was not recorded")
+			}
+			// The bridges ended with their commands.
+			poll.Eventually(t, "the bridges to end", func() bool { return !processWith(sock) },
+				poll.Within(10*time.Second), poll.Every(20*time.Millisecond))
 		})
 	}
 }
+
+// processWith reports whether a process's command line mentions s.
+func processWith(s string) bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(d); err == nil && bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// chanRecorder sends the proxy's refusals to a channel.
+type chanRecorder chan *egress.Refusal
+
+func (c chanRecorder) Refused(_ context.Context, _ string, r *egress.Refusal) { c <- r }
+func (c chanRecorder) Allowed(context.Context, string)                        {}
 
 func TestLimits(t *testing.T) {
 	for _, m := range confinedModes {

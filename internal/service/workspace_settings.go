@@ -10,9 +10,9 @@ import (
 	"sync"
 
 	"harness/internal/auth"
+	"harness/internal/egress"
 	"harness/internal/models"
 	"harness/internal/sandbox"
-	"harness/internal/tools/builtin"
 	"harness/internal/workspace"
 )
 
@@ -213,7 +213,7 @@ func (s *Service) SetFetchHosts(ctx context.Context, a *auth.Actor, hosts []stri
 		if strings.TrimSpace(h) == "" {
 			continue
 		}
-		n, err := builtin.ParseFetchHost(h)
+		n, err := egress.ParseHost(h)
 		if err != nil {
 			return Errorf(CodeBadRequest, "%v", err)
 		}

@@ -87,6 +87,8 @@ func payloadType(t Type) reflect.Type {
 		return reflect.TypeFor[WorkspaceFailed]()
 	case TypeSubagentStarted:
 		return reflect.TypeFor[SubagentStarted]()
+	case TypeNetworkRefused:
+		return reflect.TypeFor[NetworkRefused]()
 	}
 	return nil
 }

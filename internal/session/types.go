@@ -54,7 +54,7 @@ var KnownTypes = map[Type]bool{
 	TypeCompactionStart: true, TypeCompactionSum: true, TypeCompactionPrune: true,
 	TypeCompactionEnd: true, TypeSessionTitle: true,
 	TypeWorkspaceReady: true, TypeWorkspaceFailed: true, TypeEffortSelected: true,
-	TypeSubagentStarted: true,
+	TypeSubagentStarted: true, TypeNetworkRefused: true,
 }
 
 // IsSurface reports whether events of type t carry a surface op.

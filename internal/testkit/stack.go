@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"harness/internal/config"
 	"harness/internal/driver"
 	"harness/internal/driverstore"
+	"harness/internal/egress"
 	"harness/internal/llm"
 	"harness/internal/llm/fake"
 	"harness/internal/models"
@@ -184,8 +186,13 @@ func (s *Stack) buildWorkspaces() {
 	case fork < 0:
 		fork = 0
 	}
+	proxy, err := egress.NewProxy(egress.ProxyDeps{Log: s.Log, Dir: filepath.Join(s.Dir, "egress"), Hosts: s.fetchHosts})
+	if err != nil {
+		s.t.Fatalf("egress: %v", err)
+	}
+	s.t.Cleanup(proxy.Close)
 	wsm, err := workspace.New(workspace.Deps{
-		Log: s.Log, Sandbox: s.Sandbox, DataDir: s.Dir,
+		Log: s.Log, Sandbox: s.Sandbox, DataDir: s.Dir, Egress: proxy,
 		Roots:       s.workspaceRoots,
 		GitHosts:    s.gitHosts,
 		InUse:       s.Store.WorkspaceInUse,

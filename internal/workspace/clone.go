@@ -145,9 +145,21 @@ func (m *Manager) Clone(ctx context.Context, id, dst string, src CloneSource, pr
 	if err != nil {
 		return CloneResult{}, err
 	}
+	egress := ""
+	if src.URL != "" {
+		// Through the egress proxy, which also allows the git host the
+		// admin allowed (it may be an internal one).
+		u, err := url.Parse(src.URL)
+		if err != nil {
+			return CloneResult{}, err
+		}
+		if egress, err = m.egressSocket(ctx, id, []string{u.Host}); err != nil {
+			return CloneResult{}, err
+		}
+	}
 	cmd, err := m.d.Sandbox.Command(sandbox.Process{
 		Path: "git", Args: args, Workspace: dst, Scratch: scratch, ReadOnly: ro,
-		Network: src.URL != "", UID: uid, GID: gid,
+		Egress: egress, UID: uid, GID: gid,
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false"},
 	})
 	if err != nil {

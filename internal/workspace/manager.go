@@ -61,11 +61,20 @@ type Deps struct {
 	InUse func(ctx context.Context, dir, except string) (bool, error)
 	// Network reports whether a session's tools may use the network.
 	Network func(ctx context.Context, sessionID string) bool
+	// Egress opens a session's proxy socket, the network-on sandbox's only
+	// way out (internal/egress); nil refuses network-on commands.
+	Egress Egress
 	// FetchHosts lists the hosts web_fetch may reach at loopback, private
 	// and link-local addresses (configuration, then Settings).
 	FetchHosts func(ctx context.Context) ([]string, error)
 	// ForkCopyMax caps the bytes a fork copies (0: forks never copy).
 	ForkCopyMax int64
+}
+
+// Egress hands out a session's egress proxy socket; extra are hosts that
+// socket also allows at non-public addresses (a clone's git host).
+type Egress interface {
+	Socket(ctx context.Context, sessionID string, extra []string) (string, error)
 }
 
 // Manager is safe for concurrent use.
@@ -249,13 +258,32 @@ func (m *Manager) Command(ctx context.Context, sessionID, workspace string, p to
 	if err != nil {
 		return nil, err
 	}
+	egress := ""
+	if m.d.Network(ctx, sessionID) {
+		if egress, err = m.egressSocket(ctx, sessionID, nil); err != nil {
+			return nil, err
+		}
+	}
 	return m.d.Sandbox.Command(sandbox.Process{
 		Path: p.Path, Args: p.Args, Env: p.Env, Dir: p.Dir,
 		Workspace: workspace, WorkspaceReadOnly: p.ReadOnlyWorkspace,
 		ReadOnly: p.ReadOnly,
-		Scratch:  scratch, Network: m.d.Network(ctx, sessionID),
+		Scratch:  scratch, Egress: egress,
 		UID: uid, GID: gid,
 	})
+}
+
+// egressSocket is session id's proxy socket: the network through the
+// egress policy.
+func (m *Manager) egressSocket(ctx context.Context, id string, extra []string) (string, error) {
+	if m.d.Egress == nil {
+		return "", errors.New("workspace: the network is on but no egress proxy runs")
+	}
+	sock, err := m.d.Egress.Socket(ctx, id, extra)
+	if err != nil {
+		return "", fmt.Errorf("workspace: the network: %w", err)
+	}
+	return sock, nil
 }
 
 // within reports whether p is root or below it (both clean and absolute).

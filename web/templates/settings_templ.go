@@ -1040,7 +1040,7 @@ func sandboxSection(v SettingsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 108, "</textarea><div><button type=\"submit\">Save hosts</button></div></form><h3>Network</h3><p class=\"sub\">Tools have no network by default. Allowing it for a model route gives every session on that route the server's network (including services on this host), so allow it only where that is fine. Admins can also allow it per session from the session's menu.</p><form method=\"post\" action=\"/settings/network\" class=\"stack\" id=\"route-network\"><input type=\"hidden\" name=\"_csrf\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 108, "</textarea><div><button type=\"submit\">Save hosts</button></div></form><h3>Network</h3><p class=\"sub\">Tools have no network by default. Allowing it for a model route lets every session on that route reach out through the server's egress proxy, under web_fetch's rules below: public addresses, and loopback or private ones only for the listed hosts; never this server's own port or its database. Admins can also allow it per session from the session's menu.</p><form method=\"post\" action=\"/settings/network\" class=\"stack\" id=\"route-network\"><input type=\"hidden\" name=\"_csrf\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1112,7 +1112,7 @@ func sandboxSection(v SettingsView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 116, "<div><button type=\"submit\">Save network access</button></div></form><h3>Web fetch</h3><p class=\"sub\">The <code>web_fetch</code> tool reads web pages from the server itself, only in sessions whose network is on, and asks for approval in ask mode. It reaches public addresses; loopback, private and link-local addresses only for the hosts listed here (one per line: <code>host</code>, <code>host:port</code>, <code>*.domain</code> or an IP address). It never reaches this server's own port or its database.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 116, "<div><button type=\"submit\">Save network access</button></div></form><h3>Web fetch</h3><p class=\"sub\">The <code>web_fetch</code> tool reads web pages from the server itself, only in sessions whose network is on, and asks for approval in ask mode. It, and the tools of network-on sessions, reach public addresses; loopback, private and link-local addresses only for the hosts listed here (one per line: <code>host</code>, <code>host:port</code>, <code>*.domain</code> or an IP address). It never reaches this server's own port or its database.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

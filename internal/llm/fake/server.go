@@ -34,6 +34,7 @@ type Server struct {
 	chunkDelay  time.Duration
 	waitTimeout time.Duration
 	log         *slog.Logger
+	onListen    func(net.Addr)
 
 	done      chan struct{} // closed by Close: ends stalls
 	closeOnce sync.Once
@@ -57,6 +58,12 @@ func WithTimeScale(f float64) Option {
 // WithChunkDelay sets the demo model's pause between deltas (default 4 ms).
 func WithChunkDelay(d time.Duration) Option {
 	return func(s *Server) { s.chunkDelay = max(0, d) }
+}
+
+// OnListen tells fn the address Listen serves on (the app reserves it: no
+// tool connection may reach the server's own listeners).
+func OnListen(fn func(net.Addr)) Option {
+	return func(s *Server) { s.onListen = fn }
 }
 
 // WithWaitTimeout bounds WaitRequests (default 10 s).
@@ -132,6 +139,9 @@ func (s *Server) listen(ctx context.Context, addr string) (string, error) {
 	}
 	s.hs = hs
 	s.mu.Unlock()
+	if s.onListen != nil {
+		s.onListen(ln.Addr())
+	}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("fake server stopped", "err", err)

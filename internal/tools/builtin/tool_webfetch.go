@@ -22,6 +22,7 @@ import (
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
 	"golang.org/x/net/html/charset"
 
+	"harness/internal/egress"
 	"harness/internal/session"
 	"harness/internal/tools"
 )
@@ -51,14 +52,14 @@ const (
 // WebFetchOptions configures web_fetch; zero values mean defaults.
 type WebFetchOptions struct {
 	// Hosts is the admin's allow-list: hosts web_fetch may reach also at
-	// loopback, private and link-local addresses (ParseFetchHost's forms).
+	// loopback, private and link-local addresses (egress.ParseHost's forms).
 	// Public addresses need no entry. nil means none.
 	Hosts func(ctx context.Context) ([]string, error)
 	// Reserved reports addresses web_fetch never reaches, allow-listed or
 	// not: the server's own listener and its database.
 	Reserved func(netip.AddrPort) bool
 	// Resolver looks host names up; nil is net.DefaultResolver.
-	Resolver Resolver
+	Resolver egress.Resolver
 	// Timeout bounds a whole fetch, redirects and body included.
 	Timeout time.Duration
 	// MaxBytes caps the body read; the rest is cut.
@@ -158,19 +159,14 @@ func webFetch(ctx context.Context, call *tools.Call, opts WebFetchOptions, args 
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("read the web fetch allow-list: %w", err)
 	}
-	g := &fetchGuard{reserved: opts.Reserved, resolver: opts.Resolver, timeout: opts.Timeout}
-	for _, e := range entries {
-		if r, err := parseHostRule(e); err == nil {
-			g.rules = append(g.rules, r)
-		}
-	}
+	g := egress.NewGuard(entries, opts.Reserved, opts.Resolver, opts.Timeout)
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, past the guard
-		DialContext:            g.dial,
+		DialContext:            g.Dial,
 		DisableKeepAlives:      true,
 		TLSHandshakeTimeout:    opts.Timeout,
 		MaxResponseHeaderBytes: 64 << 10,
@@ -251,13 +247,13 @@ func webFetch(ctx context.Context, call *tools.Call, opts WebFetchOptions, args 
 // fetchError turns a failed request into a coded error the model can read.
 func fetchError(ctx context.Context, u *url.URL, err error) error {
 	var ce *tools.CodedError
-	var rf *refusal
+	var rf *egress.Refusal
 	var ne net.Error
 	switch {
 	case errors.As(err, &ce):
 		return ce
 	case errors.As(err, &rf):
-		return tools.Errorf(NameWebFetch, CodeFetchRefused, "%s", rf.msg)
+		return tools.Errorf(NameWebFetch, CodeFetchRefused, "%s", rf.Error())
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &ne) && ne.Timeout():
 		return tools.Errorf(NameWebFetch, CodeFetchTimeout, "fetching %s took too long and was stopped", u.Redacted())
