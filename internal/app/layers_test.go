@@ -27,7 +27,7 @@ var layers = [][]string{
 	{"internal/ws", "internal/web"},
 	{"internal/app"},
 	{"internal/testkit/apptest"},
-	{"cmd/", "e2e"},
+	{"cmd/", "e2e", "scripts/"},
 }
 
 // closed are imports the layers would allow but that are side doors; a
