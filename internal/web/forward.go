@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -16,18 +17,26 @@ import (
 // receiver never forwards it again.
 const headerForwarded = "X-Harness-Forwarded-By"
 
-// toOwner forwards a REST command for a session another replica owns to
-// that replica (PostgreSQL replicas, docs/deploy.md) and relays its
-// answer. The handler runs here first: only its not-owner refusal, which
-// has done nothing, sends the request on, with the client's own
-// credentials and Host, so the owner authenticates and authorizes it as
-// if the client had called it. Without replicas it only passes through.
+// toOwner forwards a REST command, or a read (a session, its events, its
+// page), for a session another replica owns to that replica (PostgreSQL
+// replicas, docs/deploy.md) and relays its answer. The handler runs here
+// first: only its not-owner refusal, which has done nothing, sends the
+// request on, with the client's own credentials and Host, so the owner
+// authenticates and authorizes it as if the client had called it. A read
+// that was forwarded here, or whose forward failed (the owner died and its
+// lease has not lapsed yet), is answered here from what this replica has
+// (service.ReadHere). Without replicas it only passes through.
 func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.replicaID == "" {
 			return next(c)
 		}
 		req := c.Request()
+		read := req.Method == http.MethodGet || req.Method == http.MethodHead
+		if read && req.Header.Get(headerForwarded) != "" {
+			c.SetRequest(req.WithContext(service.ReadHere(req.Context())))
+			return next(c)
+		}
 		body, err := io.ReadAll(req.Body) // limitBodies bounds it
 		if err != nil {
 			return service.Errorf(service.CodeTooLarge, "request body too large")
@@ -55,7 +64,19 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 				failed = true
 			},
 		}
+		// The owner's answer brings its own headers (the pages' security
+		// headers among them): this replica's are not sent twice.
+		h := c.Response().Header()
+		mine := h.Clone()
+		clear(h)
 		proxy.ServeHTTP(c.Response(), out)
+		if failed {
+			maps.Copy(h, mine)
+		}
+		if failed && read {
+			c.SetRequest(req.WithContext(service.ReadHere(req.Context())))
+			return next(c)
+		}
 		if failed {
 			return err
 		}
