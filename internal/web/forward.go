@@ -7,11 +7,25 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"harness/internal/service"
 )
+
+// readForwardWait is how long a read forwarded to the owner waits for the
+// owner's answer to start: an owner that hangs (paused, overloaded) lets
+// this replica answer from the stored log instead.
+const readForwardWait = 3 * time.Second
+
+// readTransport carries forwarded reads: the default transport's settings,
+// with readForwardWait.
+func readTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = readForwardWait
+	return t
+}
 
 // headerForwarded marks a request one replica forwarded to another: the
 // receiver never forwards it again.
@@ -52,11 +66,16 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 		out.ContentLength = int64(len(body))
 		out.Header.Set(headerForwarded, s.replicaID)
 		var failed bool
+		var transport http.RoundTripper // commands: the default, no deadline
+		if read {
+			transport = s.readOwner
+		}
 		proxy := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(&url.URL{Scheme: "http", Host: addr})
 				pr.Out.Host = pr.In.Host // the owner checks Origin against it
 			},
+			Transport: transport,
 			// Called before anything is written: the client then gets
 			// this replica's unavailable answer.
 			ErrorHandler: func(_ http.ResponseWriter, r *http.Request, perr error) {
