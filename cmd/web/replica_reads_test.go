@@ -34,8 +34,25 @@ var (
 	pageHead   = regexp.MustCompile(`data-head="(-?\d+)"`)
 )
 
-// readRoutes are the reads of a session's live state.
-func readRoutes(approval, queued string) []readRoute {
+// readRoutes are the reads of a session's live state, a signed-in
+// reader's and a share link's (token).
+func readRoutes(approval, queued, token string) []readRoute {
+	page := func(t *testing.T, _ string, b []byte) string {
+		st, head := pageStatus.FindSubmatch(b), pageHead.FindSubmatch(b)
+		if st == nil || head == nil {
+			t.Fatalf("chat page without status or head: %s", b)
+		}
+		return fmt.Sprintf("status=%s head=%s approval shown=%v queued shown=%v",
+			st[1], head[1], strings.Contains(string(b), approval), strings.Contains(string(b), queued))
+	}
+	events := func(t *testing.T, _ string, b []byte) string {
+		var p client.EventPage
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatalf("events: %v: %s", err, b)
+		}
+		sum := sha256.Sum256(b)
+		return fmt.Sprintf("head=%d events=%d sha256=%s", p.Head, len(p.Events), hex.EncodeToString(sum[:8]))
+	}
 	return []readRoute{
 		{"GET /api/sessions/{id}", func(id string) string { return "/api/sessions/" + id }, func(t *testing.T, _ string, b []byte) string {
 			var s client.Session
@@ -52,22 +69,11 @@ func readRoutes(approval, queued string) []readRoute {
 			return fmt.Sprintf("status=%s head=%d pending=%v queued=%v steering=%d allowed=%v context=%d/%d",
 				s.Status, s.Head, pending, queue, len(s.Queue.Steering), s.AllowedTools, s.Context.Tokens, s.Context.Window)
 		}, []string{"status=running", "pending=[approval:" + approval + "]", "queued=[" + queued + "]"}},
-		{"GET /sessions/{id} (chat page)", func(id string) string { return "/sessions/" + id }, func(t *testing.T, _ string, b []byte) string {
-			st, head := pageStatus.FindSubmatch(b), pageHead.FindSubmatch(b)
-			if st == nil || head == nil {
-				t.Fatalf("chat page without status or head: %s", b)
-			}
-			return fmt.Sprintf("status=%s head=%s approval shown=%v queued shown=%v",
-				st[1], head[1], strings.Contains(string(b), approval), strings.Contains(string(b), queued))
-		}, []string{"status=running", "approval shown=true", "queued shown=true"}},
-		{"GET /api/sessions/{id}/events", func(id string) string { return "/api/sessions/" + id + "/events" }, func(t *testing.T, _ string, b []byte) string {
-			var p client.EventPage
-			if err := json.Unmarshal(b, &p); err != nil {
-				t.Fatalf("events: %v: %s", err, b)
-			}
-			sum := sha256.Sum256(b)
-			return fmt.Sprintf("head=%d events=%d sha256=%s", p.Head, len(p.Events), hex.EncodeToString(sum[:8]))
-		}, []string{"events="}},
+		{"GET /sessions/{id} (chat page)", func(id string) string { return "/sessions/" + id }, page,
+			[]string{"status=running", "approval shown=true", "queued shown=true"}},
+		{"GET /api/sessions/{id}/events", func(id string) string { return "/api/sessions/" + id + "/events" }, events, []string{"events="}},
+		{"GET /s/{token} (shared page)", func(string) string { return "/s/" + token }, page, []string{"status=running"}},
+		{"GET /s/{token}/events", func(string) string { return "/s/" + token + "/events" }, events, []string{"events="}},
 		{"GET /api/sessions (status column)", func(string) string { return "/api/sessions" }, func(t *testing.T, id string, b []byte) string {
 			var l client.SessionList
 			if err := json.Unmarshal(b, &l); err != nil {
@@ -134,12 +140,12 @@ func read(t *testing.T, c *http.Client, base, path string) (int, []byte) {
 
 // Every replica answers a session's reads as its owner does. Replica a
 // owns a session waiting for an approval, with a message queued behind
-// it: the session, its chat page, its events and its status in the list
-// read through b and c (which do not run it) equal a's answers, and none
-// is ever an error. Then a is killed: until its lease lapses b and c
-// answer from the stored log (the forward fails), never 503, and once one
-// of them took the session over (the turn repaired, the queue run) both
-// give the new owner's answer.
+// it: the session, its chat page, its events, its shared page and events
+// and its status in the list read through b and c (which do not run it)
+// equal a's answers, and none is ever an error. Then a is killed: until
+// its lease lapses b and c answer every read from the stored log (the
+// forward fails), never 503, and once one of them took the session over
+// (the turn repaired, the queue run) both give the new owner's answer.
 func TestReplicaReadsAnswerAsTheOwner(t *testing.T) {
 	t.Parallel()
 	procs, tok := replicaProcs(t, 3, 3*time.Second)
@@ -167,8 +173,12 @@ func TestReplicaReadsAnswerAsTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	link, err := ca.CreateShareLink(ctx, s.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	browser := signIn(t, owner.URL, "replica", "replica-password")
-	routes := readRoutes(approval, queued)
+	routes := readRoutes(approval, queued, link.Token)
 	for _, r := range routes {
 		t.Run(r.name, func(t *testing.T) {
 			code, body := read(t, browser, owner.URL, r.path(s.ID))
@@ -206,11 +216,15 @@ func TestReplicaReadsAnswerAsTheOwner(t *testing.T) {
 	if !poll.Wait(t, func() bool {
 		views = views[:0]
 		for i, p := range others {
-			code, body := read(t, browser, p.URL, routes[0].path(s.ID))
-			if code != http.StatusOK {
-				t.Fatalf("replica %c answered %d while the owner is dead: %s", 'b'+i, code, body)
+			for j, r := range routes {
+				code, body := read(t, browser, p.URL, r.path(s.ID))
+				if code != http.StatusOK {
+					t.Fatalf("replica %c answered %s with %d while the owner is dead: %s", 'b'+i, r.name, code, body)
+				}
+				if j == 0 {
+					views = append(views, r.view(t, s.ID, body))
+				}
 			}
-			views = append(views, routes[0].view(t, s.ID, body))
 		}
 		if seen := strings.Join(views, " | "); seen != last {
 			t.Logf("after the owner's death: %s", seen)
@@ -218,7 +232,7 @@ func TestReplicaReadsAnswerAsTheOwner(t *testing.T) {
 		}
 		// Taken over: the repair closed the turn, the queued message ran.
 		return views[0] == views[1] && strings.HasPrefix(views[0], "status=idle") && strings.Contains(views[0], "pending=[] queued=[]")
-	}, poll.Within(60*time.Second)) {
+	}, poll.Within(60*time.Second), poll.Every(50*time.Millisecond)) {
 		t.Fatalf("after the owner's death the replicas answer %q", views)
 	}
 }

@@ -38,8 +38,8 @@ const headerForwarded = "X-Harness-Forwarded-By"
 // request on, with the client's own credentials and Host, so the owner
 // authenticates and authorizes it as if the client had called it. A read
 // that was forwarded here, or whose forward failed (the owner died and its
-// lease has not lapsed yet), is answered here from what this replica has
-// (service.ReadHere). Without replicas it only passes through.
+// lease has not lapsed yet, or it did not answer within readForwardWait),
+// is answered here from what this replica has (service.ReadHere). Without replicas it only passes through.
 func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.replicaID == "" {
@@ -77,7 +77,7 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 			},
 			Transport: transport,
 			// Called before anything is written: the client then gets
-			// this replica's unavailable answer.
+			// this replica's unavailable answer (a read: its own).
 			ErrorHandler: func(_ http.ResponseWriter, r *http.Request, perr error) {
 				s.log.Warn("forward a request to the session's owner", "path", r.URL.Path, "owner", addr, "err", perr)
 				failed = true
@@ -89,16 +89,14 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 		mine := h.Clone()
 		clear(h)
 		proxy.ServeHTTP(c.Response(), out)
-		if failed {
-			maps.Copy(h, mine)
+		if !failed {
+			return nil
 		}
-		if failed && read {
+		maps.Copy(h, mine)
+		if read {
 			c.SetRequest(req.WithContext(service.ReadHere(req.Context())))
 			return next(c)
 		}
-		if failed {
-			return err
-		}
-		return nil
+		return err
 	}
 }
