@@ -215,7 +215,8 @@ func TestReplicaFailover(t *testing.T) {
 
 // A server is killed mid-turn with a message queued, and another starts on
 // its PostgreSQL database at once, while the dead server's lease is still
-// held. A request to the new server loads the session as soon as the lease
+// held. A command to the new server (one that changes nothing: the mode
+// it has; a read never loads) loads the session as soon as the lease
 // lapses, before the takeover loop (a longer TTL here: it looks less
 // often) finds it orphaned: that load repairs the turn and runs the queued
 // message, as a takeover does; it used to leave it waiting for the next
@@ -254,8 +255,9 @@ func TestLoadOfALapsedLeaseRunsTheQueue(t *testing.T) {
 	srv = startServer(t, dir, append(slices.Clone(b.env), "HARNESS_LEASE_TTL=8s")...)
 	c = client.New(srv.URL, client.WithToken(tok))
 	var evs []client.Event
+	auto := "auto"
 	if !poll.Wait(t, func() bool {
-		_, _ = c.GetSession(ctx, s.ID) // loads it once the lease lapsed
+		_, _ = c.UpdateSession(ctx, s.ID, client.Patch{Mode: &auto}) // loads it once the lease lapsed
 		evs = events(t, c, s.ID)
 		return countTurnEnds(evs, "interrupted") == 1 && countTurnEnds(evs, "completed") == 1 && hasUserMessage(evs, acked[1])
 	}, poll.Within(30*time.Second)) {

@@ -227,7 +227,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	compact.Install(a.Manager, copts)
 	a.Service = service.New(service.Deps{
 		Log: log, Store: a.Store, Manager: a.Manager, Meta: driverstore.Store{S: a.Store}, Auth: a.Auth, Workspaces: a.Workspaces, Settings: a.Settings,
-		Compaction: copts, AttachmentMax: cfg.AttachmentMax,
+		Compaction: copts, AttachmentMax: cfg.AttachmentMax, Replicas: a.serviceReplicas(),
 	})
 	a.Markdown = render.NewMarkdown()
 	// One book of session figures for the pages and the live footers, so

@@ -160,6 +160,27 @@ func (a *App) reloadSettings(ctx context.Context, kind string) error {
 	return nil
 }
 
+// serviceReplicas is the service's view of the replica set (nil on
+// SQLite). The replica is built after the service (its takeovers repair
+// through the service), and before any request is served.
+func (a *App) serviceReplicas() service.Replicas {
+	if a.Leases == nil {
+		return nil
+	}
+	return lateReplica{a}
+}
+
+// lateReplica reads App.Replica when called.
+type lateReplica struct{ a *App }
+
+func (l lateReplica) RemoteOwner(ctx context.Context, id string) (string, string, bool, error) {
+	return l.a.Replica.RemoteOwner(ctx, id)
+}
+
+func (l lateReplica) Statuses(ctx context.Context, ids []string) map[string]driver.Status {
+	return l.a.Replica.Statuses(ctx, ids)
+}
+
 // wsRemote is the hub's view of the replica (nil on SQLite).
 func (a *App) wsRemote() ws.Remote {
 	if a.Replica == nil {

@@ -69,6 +69,14 @@ func replica(t *testing.T, dsn, id string, ttl time.Duration) *apptest.App {
 // database must: it signs their requests to each other).
 const replicaKey = "c2hhcmVkLXJlcGxpY2Eta2V5LWZvci10aGUtdGVzdHM="
 
+// replicaEnv is the test replicas' environment: the shared key.
+func replicaEnv(k string) string {
+	if k == "HARNESS_SECRET_KEY" {
+		return replicaKey
+	}
+	return os.Getenv(k)
+}
+
 // replicaWith is replica with the demo model streaming a chunk every
 // chunkDelay.
 func replicaWith(t *testing.T, dsn, id string, ttl, chunkDelay time.Duration) *apptest.App {
@@ -78,12 +86,7 @@ func replicaWith(t *testing.T, dsn, id string, ttl, chunkDelay time.Duration) *a
 		c.Replica = config.Replica{ID: id, LeaseTTL: ttl}
 	}, app.Options{
 		DemoOptions: []fake.Option{fake.WithChunkDelay(chunkDelay)},
-		Getenv: func(k string) string {
-			if k == "HARNESS_SECRET_KEY" {
-				return replicaKey
-			}
-			return os.Getenv(k)
-		},
+		Getenv:      replicaEnv,
 	})
 	if err := a.Start(t.Context()); err != nil {
 		t.Fatalf("start replica %s: %v", id, err)

@@ -300,6 +300,40 @@ func (l *Leases) Holder(ctx context.Context, sessionID string) (owner, addr stri
 	return o.String, a.String, true, nil
 }
 
+// LeaseHolder is the live replica holding a session's lease.
+type LeaseHolder struct {
+	Owner string // replica id
+	Addr  string // its advertised address
+}
+
+// Holders is Holder for many sessions in one statement: the sessions
+// nobody holds are absent.
+func (l *Leases) Holders(ctx context.Context, sessionIDs []string) (map[string]LeaseHolder, error) {
+	out := map[string]LeaseHolder{}
+	if len(sessionIDs) == 0 {
+		return out, nil
+	}
+	rows, err := l.db.QueryContext(ctx, `
+		SELECT sl.session_id, sl.owner, r.addr FROM session_leases sl JOIN replicas r ON r.id = sl.owner
+		WHERE sl.session_id = ANY($1::text[]) AND sl.expires_at >= now()`, sessionIDs)
+	if err != nil {
+		return nil, fmt.Errorf("lease holders: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var h LeaseHolder
+		if err := rows.Scan(&id, &h.Owner, &h.Addr); err != nil {
+			return nil, fmt.Errorf("lease holders: %w", err)
+		}
+		out[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lease holders: %w", err)
+	}
+	return out, nil
+}
+
 // Orphaned lists the sessions whose lease is held by a replica that stopped
 // renewing it (expired, owner still set: its process died or hangs), at
 // most limit. Their agents were live when the owner went; another replica

@@ -20,6 +20,7 @@ import (
 //
 //	POST PathPrefix/command  {actor, request}  → the protocol Response
 //	GET  PathPrefix/state?session=ID           → liveState (409 when not owned here)
+//	POST PathPrefix/statuses {sessions}         → {statuses} of the agents here (status.go)
 const PathPrefix = "/internal/replica"
 
 // Executor runs one protocol request (docs/protocol.md) for an actor on
@@ -162,6 +163,7 @@ func (r *Replica) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathPrefix+"/command", r.serveCommand)
 	mux.HandleFunc("GET "+PathPrefix+"/state", r.serveState)
+	mux.HandleFunc("POST "+PathPrefix+"/statuses", r.serveStatuses)
 	return r.verified(mux)
 }
 

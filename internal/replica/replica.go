@@ -31,6 +31,8 @@ type Leases interface {
 	// Holder is the replica holding a session's lease now (ok false when
 	// nobody does).
 	Holder(ctx context.Context, id string) (owner, addr string, ok bool, err error)
+	// Holders is Holder for many sessions (those nobody holds are absent).
+	Holders(ctx context.Context, ids []string) (map[string]models.LeaseHolder, error)
 	// Orphaned lists sessions whose holder stopped renewing.
 	Orphaned(ctx context.Context, limit int) ([]string, error)
 }
@@ -90,6 +92,10 @@ type Replica struct {
 	mu      sync.Mutex
 	mirrors map[string]*Mirror
 
+	// statuses of the sessions other replicas run (status.go).
+	statusMu sync.Mutex
+	statuses map[string]remoteStatus
+
 	out *outbox // live notifications to send, in order
 }
 
@@ -106,7 +112,7 @@ func New(d Deps) *Replica {
 		c = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}}
 	}
 	base, stop := context.WithCancel(context.Background())
-	return &Replica{log: d.Log, d: d, client: c, base: base, stop: stop, mirrors: map[string]*Mirror{}, out: newOutbox()}
+	return &Replica{log: d.Log, d: d, client: c, base: base, stop: stop, mirrors: map[string]*Mirror{}, statuses: map[string]remoteStatus{}, out: newOutbox()}
 }
 
 // Start listens to the other replicas, sends this replica's live
@@ -231,6 +237,9 @@ func (r *Replica) onNotification(channel, payload string) {
 		}
 		ev := *w.Event
 		ev.Kind, ev.Origin = w.Kind, w.From
+		if ev.Kind == driver.LiveStatus {
+			r.noteStatus(ev.Session, w.From, ev.Status, false)
+		}
 		if m := r.mirror(ev.Session); m != nil {
 			m.apply(ev)
 		}
@@ -241,6 +250,7 @@ func (r *Replica) onNotification(channel, payload string) {
 // onConnected runs after every (re)connection of the listener: heads
 // announced while it was away were missed, so every mirror catches up.
 func (r *Replica) onConnected() {
+	r.forgetStatuses()
 	r.mu.Lock()
 	for _, m := range r.mirrors {
 		m.kick()

@@ -71,6 +71,9 @@ func (s *Service) eachEvent(ctx context.Context, a *auth.Actor, id string, since
 	if _, err := s.Authorize(ctx, a, id, auth.ActionRead); err != nil {
 		return 0, err
 	}
+	if err := s.elsewhere(ctx, id); err != nil {
+		return 0, err
+	}
 	if ag, ok := s.mgr.Lookup(id); ok {
 		l := ag.Log()
 		var buf []byte

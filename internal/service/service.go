@@ -40,6 +40,9 @@ type Deps struct {
 	// figures, and manual compactions (Compact) run with them. Providers and
 	// CommandID are set per call. The zero value works (a private meter).
 	Compaction compact.Options
+	// Replicas answers which replica runs a session and how (replicas.go);
+	// nil on SQLite.
+	Replicas Replicas
 }
 
 // AgentMeta is what the service needs of the adapter between the store
@@ -64,6 +67,7 @@ type Service struct {
 	compact   compact.Options
 	meters    *meterCache
 	attachMax int64
+	replicas  Replicas
 
 	changesMu sync.RWMutex
 	nextSub   int
@@ -95,6 +99,7 @@ func New(d Deps) *Service {
 		compact: copts, meters: newMeterCache(meterCacheSize),
 		changes:   map[int]func(Change){},
 		attachMax: cmp.Or(d.AttachmentMax, DefaultAttachmentMax),
+		replicas:  d.Replicas,
 	}
 }
 

@@ -139,6 +139,7 @@ func (s *Service) ListSessions(ctx context.Context, a *auth.Actor, q ListQuery) 
 	for i := range rows {
 		out.Sessions = append(out.Sessions, s.rowOf(&rows[i], roleIn(a, &rows[i], roles)))
 	}
+	s.remoteStatuses(ctx, out.Sessions)
 	if next != nil {
 		out.Next = encodeCursor(next)
 	}
@@ -202,6 +203,9 @@ func (s *Service) GetSession(ctx context.Context, a *auth.Actor, id string) (Ses
 	if err != nil {
 		return Session{}, err
 	}
+	if err := s.elsewhere(ctx, id); err != nil {
+		return Session{}, err
+	}
 	return s.get(ctx, id, role)
 }
 
@@ -229,6 +233,9 @@ type SessionPage struct {
 func (s *Service) PageSession(ctx context.Context, a *auth.Actor, id string, messages int) (SessionPage, error) {
 	role, err := s.Authorize(ctx, a, id, auth.ActionRead)
 	if err != nil {
+		return SessionPage{}, err
+	}
+	if err := s.elsewhere(ctx, id); err != nil {
 		return SessionPage{}, err
 	}
 	evs, more, err := s.store.TailPage(ctx, id, -1, messages)
@@ -288,7 +295,9 @@ func (s *Service) Row(ctx context.Context, a *auth.Actor, id string) (SessionRow
 	if err != nil {
 		return SessionRow{}, s.fail(ctx, "get session", err)
 	}
-	return s.rowOf(row, role), nil
+	out := []SessionRow{s.rowOf(row, role)}
+	s.remoteStatuses(ctx, out)
+	return out[0], nil
 }
 
 func (s *Service) get(ctx context.Context, id string, role auth.SessionRole) (Session, error) {
@@ -296,7 +305,9 @@ func (s *Service) get(ctx context.Context, id string, role auth.SessionRole) (Se
 }
 
 // read builds a Session; load says whether to load an agent that is not
-// loaded (see PageSession).
+// loaded (see PageSession). With replicas nothing is loaded (a load would
+// take the lease): the stored log says what a load would, and the
+// status is the one the owner notified, if any replica runs the session.
 func (s *Service) read(ctx context.Context, id string, role auth.SessionRole, load bool) (Session, error) {
 	row, err := s.store.GetSession(ctx, id)
 	if err != nil {
@@ -304,6 +315,9 @@ func (s *Service) read(ctx context.Context, id string, role auth.SessionRole, lo
 	}
 	// The queue, pending prompts and the context meter live in the agent.
 	ag, loaded := s.mgr.Lookup(id)
+	if !loaded && s.replicas != nil {
+		return s.readStored(ctx, row, role, load || row.PendingInbox > 0)
+	}
 	if !loaded && (load || row.PendingInbox > 0) {
 		if ag, err = s.mgr.Get(ctx, id); err != nil {
 			if row.PendingInbox > 0 {
@@ -313,12 +327,7 @@ func (s *Service) read(ctx context.Context, id string, role auth.SessionRole, lo
 			ag = nil
 		}
 	}
-	out := Session{SessionRow: s.rowOf(row, role), Queue: driver.Queue{Queued: []llm.Message{}, Steering: []llm.Message{}}, Interactions: []driver.Interaction{}, AllowedTools: []string{}}
-	if row.ParentID != "" && row.Kind != models.KindSubagent {
-		fs := row.ForkSeq
-		out.ForkSeq = &fs
-	}
-	out.Context.Window = s.compact.Window(s.providers, out.Provider, out.Model)
+	out := s.emptySession(row, role)
 	if ag != nil {
 		out.Queue = ag.Queue()
 		out.Interactions = ag.PendingInteractions()
@@ -327,6 +336,45 @@ func (s *Service) read(ctx context.Context, id string, role auth.SessionRole, lo
 		}
 		out.Context = s.measure(id, ag.Log(), out.Provider, out.Model)
 	}
+	return out, nil
+}
+
+// emptySession is a session without its live parts: nothing queued or
+// pending, only the window of the context meter.
+func (s *Service) emptySession(row *models.Session, role auth.SessionRole) Session {
+	out := Session{SessionRow: s.rowOf(row, role), Queue: driver.Queue{Queued: []llm.Message{}, Steering: []llm.Message{}}, Interactions: []driver.Interaction{}, AllowedTools: []string{}}
+	if row.ParentID != "" && row.Kind != models.KindSubagent {
+		fs := row.ForkSeq
+		out.ForkSeq = &fs
+	}
+	out.Context.Window = s.compact.Window(s.providers, out.Provider, out.Model)
+	return out
+}
+
+// readStored builds a Session of a replica that does not run it from the
+// stored log, when withLog, else from the row alone. Nothing is pending:
+// prompts live in the owner's agent, and a dead owner's are gone (the
+// next load closes its turn).
+func (s *Service) readStored(ctx context.Context, row *models.Session, role auth.SessionRole, withLog bool) (Session, error) {
+	out := s.emptySession(row, role)
+	rows := []SessionRow{out.SessionRow}
+	s.remoteStatuses(ctx, rows)
+	out.SessionRow = rows[0]
+	if !withLog {
+		return out, nil
+	}
+	l, err := s.store.ReadLog(ctx, row.ID)
+	if err != nil {
+		return Session{}, s.fail(ctx, "read session", err)
+	}
+	if out.Queue, err = storedQueue(l); err != nil {
+		return Session{}, s.fail(ctx, "read session: queue", err)
+	}
+	if t := l.State().AllowedTools; t != nil {
+		out.AllowedTools = t
+	}
+	out.Head = l.Len() - 1
+	out.Context = s.measure(row.ID, l, out.Provider, out.Model)
 	return out, nil
 }
 

@@ -18,8 +18,9 @@ func (s *Server) apiRoutes() {
 	// every unknown /api path. Bodies are capped before routing
 	// (bodylimit.go).
 	g := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser}}
-	// Commands run on the session's owner: forwarded there when another
-	// replica owns it (forward.go).
+	// Commands, and the reads of a session's live state, run on the
+	// session's owner: forwarded there when another replica owns it
+	// (forward.go).
 	cmd := apiGroup{e: s.e, mw: []echo.MiddlewareFunc{s.RequireUser, s.toOwner}}
 	g.GET("/providers", s.apiProviders)
 	g.GET("/sandbox", s.apiSandbox)
@@ -29,10 +30,10 @@ func (s *Server) apiRoutes() {
 	g.POST("/sessions", s.apiCreateSession)
 	s.e.POST("/api/sessions/import", s.apiImport, s.RequireUser)
 	g.GET("/sessions", s.apiListSessions)
-	g.GET("/sessions/:id", s.apiGetSession)
+	cmd.GET("/sessions/:id", s.apiGetSession)
 	cmd.PATCH("/sessions/:id", s.apiPatchSession)
 	g.DELETE("/sessions/:id", s.apiDeleteSession)
-	g.GET("/sessions/:id/events", s.apiEvents)
+	cmd.GET("/sessions/:id/events", s.apiEvents)
 	g.GET("/sessions/:id/export", s.apiExport)
 	g.GET("/sessions/:id/files", s.apiListFiles)
 	g.GET("/sessions/:id/files/content", s.apiFileContent)

@@ -3,31 +3,54 @@ package web
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"harness/internal/service"
 )
 
+// readForwardWait is how long a read forwarded to the owner waits for the
+// owner's answer to start: an owner that hangs (paused, overloaded) lets
+// this replica answer from the stored log instead.
+const readForwardWait = 3 * time.Second
+
+// readTransport carries forwarded reads: the default transport's settings,
+// with readForwardWait.
+func readTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = readForwardWait
+	return t
+}
+
 // headerForwarded marks a request one replica forwarded to another: the
 // receiver never forwards it again.
 const headerForwarded = "X-Harness-Forwarded-By"
 
-// toOwner forwards a REST command for a session another replica owns to
-// that replica (PostgreSQL replicas, docs/deploy.md) and relays its
-// answer. The handler runs here first: only its not-owner refusal, which
-// has done nothing, sends the request on, with the client's own
-// credentials and Host, so the owner authenticates and authorizes it as
-// if the client had called it. Without replicas it only passes through.
+// toOwner forwards a REST command, or a read (a session, its events, its
+// page), for a session another replica owns to that replica (PostgreSQL
+// replicas, docs/deploy.md) and relays its answer. The handler runs here
+// first: only its not-owner refusal, which has done nothing, sends the
+// request on, with the client's own credentials and Host, so the owner
+// authenticates and authorizes it as if the client had called it. A read
+// that was forwarded here, or whose forward failed (the owner died and its
+// lease has not lapsed yet, or it did not answer within readForwardWait),
+// is answered here from what this replica has (service.ReadHere). Without replicas it only passes through.
 func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.replicaID == "" {
 			return next(c)
 		}
 		req := c.Request()
+		read := req.Method == http.MethodGet || req.Method == http.MethodHead
+		if read && req.Header.Get(headerForwarded) != "" {
+			c.SetRequest(req.WithContext(service.ReadHere(req.Context())))
+			return next(c)
+		}
 		body, err := io.ReadAll(req.Body) // limitBodies bounds it
 		if err != nil {
 			return service.Errorf(service.CodeTooLarge, "request body too large")
@@ -43,22 +66,37 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 		out.ContentLength = int64(len(body))
 		out.Header.Set(headerForwarded, s.replicaID)
 		var failed bool
+		var transport http.RoundTripper // commands: the default, no deadline
+		if read {
+			transport = s.readOwner
+		}
 		proxy := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(&url.URL{Scheme: "http", Host: addr})
 				pr.Out.Host = pr.In.Host // the owner checks Origin against it
 			},
+			Transport: transport,
 			// Called before anything is written: the client then gets
-			// this replica's unavailable answer.
+			// this replica's unavailable answer (a read: its own).
 			ErrorHandler: func(_ http.ResponseWriter, r *http.Request, perr error) {
 				s.log.Warn("forward a request to the session's owner", "path", r.URL.Path, "owner", addr, "err", perr)
 				failed = true
 			},
 		}
+		// The owner's answer brings its own headers (the pages' security
+		// headers among them): this replica's are not sent twice.
+		h := c.Response().Header()
+		mine := h.Clone()
+		clear(h)
 		proxy.ServeHTTP(c.Response(), out)
-		if failed {
-			return err
+		if !failed {
+			return nil
 		}
-		return nil
+		maps.Copy(h, mine)
+		if read {
+			c.SetRequest(req.WithContext(service.ReadHere(req.Context())))
+			return next(c)
+		}
+		return err
 	}
 }

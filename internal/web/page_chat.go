@@ -21,6 +21,9 @@ const historyMessages = 40
 // GET /sessions/:id — the chat page.
 func (s *Server) pageChat(c echo.Context) error {
 	v, err := s.chatView(c, ActorFrom(c), c.Param("id"))
+	if _, elsewhere := service.OwnerAddr(err); elsewhere {
+		return err // toOwner forwards the page to the session's owner
+	}
 	if err != nil {
 		return s.pageError(c, err)
 	}
@@ -41,6 +44,9 @@ func (s *Server) pageShare(c echo.Context) error {
 		return err
 	}
 	v, err := s.chatView(c, a, a.ShareSessionID)
+	if _, elsewhere := service.OwnerAddr(err); elsewhere {
+		return err // toOwner forwards the page to the session's owner
+	}
 	if err != nil {
 		if e := service.AsError(err); e.Code == service.CodeNotFound || e.Code == service.CodeUnauthorized {
 			return s.linkGone(c)

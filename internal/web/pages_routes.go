@@ -10,7 +10,8 @@ func (s *Server) pageRoutes() {
 	s.e.GET("/", s.pageSessions, u)
 	s.e.POST("/sessions", s.pageCreateSession, u)
 	s.importPageRoutes(u)
-	s.e.GET("/sessions/:id", s.pageChat, u)
+	// The chat page shows the live state: the owner's (forward.go).
+	s.e.GET("/sessions/:id", s.pageChat, u, s.toOwner)
 	s.e.GET("/sessions/:id/history", s.pageHistory, u)
 	s.e.POST("/sessions/:id/messages", s.pageSendMessage, u)
 	s.e.POST("/sessions/:id/rename", s.pageRename, u)
@@ -29,9 +30,9 @@ func (s *Server) pageRoutes() {
 	s.e.POST("/sessions/:id/links", s.pageCreateLink, u)
 	s.e.POST("/sessions/:id/links/:link/revoke", s.pageRevokeLink, u)
 
-	s.e.GET("/s/:token", s.pageShare)
+	s.e.GET("/s/:token", s.pageShare, s.toOwner)
 	s.e.GET("/s/:token/history", s.pageShareHistory)
-	s.e.GET("/s/:token/events", s.pageShareEvents)
+	s.e.GET("/s/:token/events", s.pageShareEvents, s.toOwner)
 
 	s.e.GET("/settings", s.pageSettings, u)
 	s.e.POST("/settings/prefs", s.pageSavePrefs, u)

@@ -70,6 +70,9 @@ type Server struct {
 	metrics http.Handler
 
 	replicaID string
+	// readOwner carries the reads forwarded to a session's owner
+	// (forward.go).
+	readOwner http.RoundTripper
 }
 
 // New builds the server and registers every route.
@@ -77,7 +80,7 @@ func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID}
+	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID, readOwner: readTransport()}
 	e.HTTPErrorHandler = s.handleError
 	// First: everything after them asks who the client is, and may read
 	// the body.
