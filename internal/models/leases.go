@@ -99,6 +99,9 @@ func leaseSchema(ctx context.Context, db *DB) error {
 			expires_at timestamptz NOT NULL)`,
 		`CREATE INDEX IF NOT EXISTS idx_session_leases_owner ON session_leases (owner)`,
 		`ALTER TABLE sessions ADD COLUMN IF NOT EXISTS lease_epoch bigint NOT NULL DEFAULT 0`,
+		// handover: released by a draining replica with queued input
+		// left; the live replicas take it at once (Handover).
+		`ALTER TABLE session_leases ADD COLUMN IF NOT EXISTS handover boolean NOT NULL DEFAULT false`,
 	} {
 		if err := db.W.WithContext(ctx).Exec(stmt).Error; err != nil {
 			return err
@@ -113,6 +116,8 @@ type Leases struct {
 	db  *sql.DB
 	id  string
 	ttl time.Duration
+	// channel is LeaseChannel on this database's schema.
+	channel string
 }
 
 // NewLeases returns the leases of replica id, each valid for ttl after it
@@ -124,7 +129,7 @@ func NewLeases(db *DB, id string, ttl time.Duration) (*Leases, error) {
 	if id == "" || ttl <= 0 {
 		return nil, errors.New("session leases need a replica id and a positive TTL")
 	}
-	return &Leases{db: db.w, id: id, ttl: ttl}, nil
+	return &Leases{db: db.w, id: id, ttl: ttl, channel: db.Channel(LeaseChannel)}, nil
 }
 
 // ID is the replica's id.
@@ -137,14 +142,17 @@ func (l *Leases) ttlMillis() int64 { return max(l.ttl.Milliseconds(), 1) }
 
 // Register writes the replica's row (id, advertised address, heartbeat).
 // A row of the same id whose heartbeat is older than the TTL is a dead
-// process's and is taken over; a live one fails with ErrReplicaInUse.
-func (l *Leases) Register(ctx context.Context, addr string) error {
+// process's and is taken over; a live one fails with ErrReplicaInUse,
+// unless restarted: the caller knows no other process uses the id (it
+// holds the id's lock file), so the row is its own dead predecessor's,
+// whose leases it then takes back at once (they name its id).
+func (l *Leases) Register(ctx context.Context, addr string, restarted bool) error {
 	var id string
 	err := l.db.QueryRowContext(ctx, `
 		INSERT INTO replicas AS r (id, addr, started_at, heartbeat_at) VALUES ($1, $2, now(), now())
 		ON CONFLICT (id) DO UPDATE SET addr = excluded.addr, started_at = now(), heartbeat_at = now()
-			WHERE r.heartbeat_at < now() - $3 * interval '1 millisecond'
-		RETURNING id`, l.id, addr, l.ttlMillis()).Scan(&id)
+			WHERE r.heartbeat_at < now() - $3 * interval '1 millisecond' OR $4
+		RETURNING id`, l.id, addr, l.ttlMillis(), restarted).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("register replica %s: %w (another process with this id sent a heartbeat within %s; give each replica its own HARNESS_REPLICA_ID)", l.id, ErrReplicaInUse, l.ttl)
 	}
@@ -178,7 +186,7 @@ func (l *Leases) Acquire(ctx context.Context, sessionID string) (int64, error) {
 			INSERT INTO session_leases AS sl (session_id, owner, epoch, expires_at)
 			VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
 			ON CONFLICT (session_id) DO UPDATE
-				SET owner = excluded.owner, epoch = sl.epoch + 1, expires_at = excluded.expires_at
+				SET owner = excluded.owner, epoch = sl.epoch + 1, expires_at = excluded.expires_at, handover = false
 				WHERE sl.owner IS NULL OR sl.owner = excluded.owner OR sl.expires_at < now()
 			RETURNING session_id, epoch),
 		s AS (UPDATE sessions SET lease_epoch = l.epoch FROM l WHERE sessions.id = l.session_id)
@@ -260,6 +268,34 @@ func (l *Leases) Release(ctx context.Context, sessionID string, epoch int64) err
 	return nil
 }
 
+// LeaseChannel carries the handover notices: the id of a session whose
+// lease a draining replica released with queued input left.
+const LeaseChannel = "harness_lease"
+
+// Handover is Release by a draining replica of a session with queued
+// input: the lease is marked for handover and announced on LeaseChannel
+// in the same statement (the notice is sent at commit, only if the lease
+// was still this replica's), so the live replicas take it at once; one
+// that missed the notice finds it with Orphaned.
+func (l *Leases) Handover(ctx context.Context, sessionID string, epoch int64) error {
+	_, err := l.db.ExecContext(ctx, `
+		WITH u AS (
+			UPDATE session_leases SET owner = NULL, expires_at = now(), handover = true
+			WHERE session_id = $1 AND owner = $2 AND epoch = $3
+			RETURNING session_id)
+		SELECT pg_notify($4, session_id) FROM u`, sessionID, l.id, epoch, l.channel)
+	if err != nil {
+		return fmt.Errorf("hand over lease of session %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// Owned lists the sessions whose lease names this replica: at start, what
+// a dead predecessor of the same id held, to be taken back at once.
+func (l *Leases) Owned(ctx context.Context) ([]string, error) {
+	return l.sessions(ctx, "owned leases", `SELECT session_id FROM session_leases WHERE owner = $1`, l.id)
+}
+
 // LeaseInfo is a session's lease as stored (tests, diagnostics).
 type LeaseInfo struct {
 	Owner   string // "" when released
@@ -334,26 +370,35 @@ func (l *Leases) Holders(ctx context.Context, sessionIDs []string) (map[string]L
 	return out, nil
 }
 
-// Orphaned lists the sessions whose lease is held by a replica that stopped
-// renewing it (expired, owner still set: its process died or hangs), at
-// most limit. Their agents were live when the owner went; another replica
-// takes them over (crash repair, then the queue).
+// Orphaned lists, at most limit, the sessions whose lease is held by a
+// replica that stopped renewing it (expired, owner still set: its process
+// died or hangs), and those a draining replica handed over (Handover).
+// Their agents were live when the owner went; another replica takes them
+// over (crash repair, then the queue).
 func (l *Leases) Orphaned(ctx context.Context, limit int) ([]string, error) {
-	rows, err := l.db.QueryContext(ctx, `
+	return l.sessions(ctx, "orphaned leases", `
 		SELECT session_id FROM session_leases
-		WHERE owner IS NOT NULL AND expires_at < now()
+		WHERE (owner IS NOT NULL AND expires_at < now()) OR (owner IS NULL AND handover)
 		ORDER BY expires_at LIMIT $1`, limit)
+}
+
+// sessions runs a query of session ids.
+func (l *Leases) sessions(ctx context.Context, what, query string, args ...any) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("orphaned leases: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("orphaned leases: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		ids = append(ids, id)
 	}
-	return ids, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return ids, nil
 }

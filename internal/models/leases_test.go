@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -26,7 +27,7 @@ func registered(t *testing.T, db *DB, id string, ttl time.Duration) *Leases {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Register(t.Context(), id+".example:8080"); err != nil {
+	if err := l.Register(t.Context(), id+".example:8080", false); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -59,12 +60,12 @@ func TestLeaseIdentityFirst(t *testing.T) {
 	if _, err := l.Acquire(t.Context(), sess.ID); !errors.Is(err, ErrNotRegistered) {
 		t.Fatalf("acquire before registering: %v, want ErrNotRegistered", err)
 	}
-	if err := l.Register(t.Context(), "a:1"); err != nil {
+	if err := l.Register(t.Context(), "a:1", false); err != nil {
 		t.Fatal(err)
 	}
 	// A second live process with the same id is refused.
 	twin, _ := NewLeases(db, "r1", time.Minute)
-	if err := twin.Register(t.Context(), "b:1"); !errors.Is(err, ErrReplicaInUse) {
+	if err := twin.Register(t.Context(), "b:1", false); !errors.Is(err, ErrReplicaInUse) {
 		t.Fatalf("second register: %v, want ErrReplicaInUse", err)
 	}
 	if _, err := l.Acquire(t.Context(), "no-such-session"); !errors.Is(err, ErrNotFound) {
@@ -302,5 +303,97 @@ func TestPausedTransactionDoesNotBlockTakeover(t *testing.T) {
 	// A wakes: its transaction is gone.
 	if err := tx.Commit(); err == nil {
 		t.Fatal("the paused transaction committed after the takeover")
+	}
+}
+
+// A draining replica hands a session over: the release is announced on
+// LeaseChannel at commit, and Orphaned lists the session until another
+// replica takes it. A plain release is neither announced nor listed, and
+// a handover under a stale epoch changes nothing.
+func TestLeaseHandover(t *testing.T) {
+	t.Parallel()
+	db := leaseDB(t)
+	s := newTestStore(t, db, WriterOptions{})
+	a := registered(t, db, "ra", time.Minute)
+	b := registered(t, db, "rb", time.Minute)
+	handed := mustCreate(t, s, &Session{OwnerID: "u"})
+	released := mustCreate(t, s, &Session{OwnerID: "u"})
+	notes := make(chan string, 4)
+	connected := make(chan struct{}, 1)
+	go func() {
+		_ = db.Listen(t.Context(), slog.New(slog.DiscardHandler), []string{LeaseChannel}, ListenHandler{
+			Notification: func(_, payload string) { notes <- payload },
+			Connected:    func() { connected <- struct{}{} },
+		})
+	}()
+	<-connected
+	ctx := t.Context()
+	epoch, err := a.Acquire(ctx, handed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := a.Acquire(ctx, released.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Handover(ctx, handed.ID, epoch-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, released.ID, other); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := b.Orphaned(ctx, 10); err != nil || len(ids) != 0 {
+		t.Fatalf("orphaned after a stale handover and a release: %v %v, want none", ids, err)
+	}
+	if err := a.Handover(ctx, handed.ID, epoch); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-notes:
+		if got != handed.ID {
+			t.Fatalf("handover notice %q, want %q", got, handed.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no handover notice")
+	}
+	if ids, err := b.Orphaned(ctx, 10); err != nil || len(ids) != 1 || ids[0] != handed.ID {
+		t.Fatalf("orphaned after the handover: %v %v, want [%s]", ids, err, handed.ID)
+	}
+	if _, err := b.Acquire(ctx, handed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := b.Orphaned(ctx, 10); err != nil || len(ids) != 0 {
+		t.Fatalf("orphaned once taken: %v %v, want none", ids, err)
+	}
+	if len(notes) != 0 {
+		t.Fatalf("a stale handover or a release was announced: %q", <-notes)
+	}
+}
+
+// A restarted process of a replica's id (it holds the id's lock) takes
+// the row of its dead predecessor, whose heartbeat is still fresh, and
+// finds the leases that name the id.
+func TestLeaseRestartedReplica(t *testing.T) {
+	t.Parallel()
+	db := leaseDB(t)
+	s := newTestStore(t, db, WriterOptions{})
+	dead := registered(t, db, "r1", time.Minute)
+	sess := mustCreate(t, s, &Session{OwnerID: "u"})
+	if _, err := dead.Acquire(t.Context(), sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := NewLeases(db, "r1", time.Minute)
+	if err := next.Register(t.Context(), "a:2", false); !errors.Is(err, ErrReplicaInUse) {
+		t.Fatalf("register over a fresh heartbeat: %v, want ErrReplicaInUse", err)
+	}
+	if err := next.Register(t.Context(), "a:2", true); err != nil {
+		t.Fatalf("register of the restarted process: %v", err)
+	}
+	ids, err := next.Owned(t.Context())
+	if err != nil || len(ids) != 1 || ids[0] != sess.ID {
+		t.Fatalf("owned: %v %v, want [%s]", ids, err, sess.ID)
+	}
+	if _, err := next.Acquire(t.Context(), sess.ID); err != nil {
+		t.Fatalf("take back its own lease: %v", err)
 	}
 }
