@@ -82,17 +82,35 @@ func run(args []string) error {
 	}
 	// A second signal ends the process at once.
 	stop()
-	log.Info("shutting down", "budget", cfg.ShutdownTimeout)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	log.Info("shutting down", "drain", cfg.DrainPeriod, "budget", cfg.ShutdownTimeout)
+	// The drain period, then one budget for all. During the period every
+	// request is served while /readyz says "draining"; then no turn
+	// starts and the running ones may finish until the budget's last
+	// quarter (at most 3 s), kept for what follows: stop accepting
+	// requests, close the WebSockets with 1001 (they are hijacked, so
+	// Shutdown does not wait for them), stop the turns still running,
+	// drain writes and hand the sessions with queued input over to the
+	// other replicas (a.Close does the last four). Whatever has not
+	// finished by the deadline is abandoned; the next owner's crash
+	// repair covers it.
+	deadline := time.Now().Add(cfg.DrainPeriod + cfg.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	// One budget for all: stop accepting requests, then close the
-	// WebSockets with 1001 (they are hijacked, so Shutdown does not wait
-	// for them), stop agents and drain writes: a.Close does the last
-	// three. Whatever has not finished by the deadline is abandoned; the
-	// next start's crash repair covers it.
+	turnsCtx, cancelTurns := context.WithDeadline(shutdownCtx, deadline.Add(-stopReserve(cfg.ShutdownTimeout)))
+	if err := a.Drain(turnsCtx, cfg.DrainPeriod); err != nil {
+		log.Warn("drain: stopping what still runs", "err", err)
+	}
+	cancelTurns()
 	err = errors.Join(srv.Shutdown(shutdownCtx), a.Close(shutdownCtx))
 	log.Info("stopped", "err", err)
 	return err
+}
+
+// stopReserve is the part of the shutdown budget kept, after the running
+// turns had their chance, for stopping the rest and storing it: a quarter,
+// at most 3 s.
+func stopReserve(budget time.Duration) time.Duration {
+	return min(budget/4, 3*time.Second)
 }
 
 // closeApp closes a after a failed start or serve, within the shutdown

@@ -79,6 +79,9 @@ func tryStartServer(t *testing.T, dir string, env ...string) (*serverProc, error
 		"HARNESS_DATA_DIR="+dir,
 		"HARNESS_ADDR=127.0.0.1:0",
 		"HARNESS_LOG_LEVEL=info",
+		// A stop begins with no drain period unless a test asks for one
+		// (env comes after: the last value of a variable wins).
+		"HARNESS_DRAIN_PERIOD=0s",
 		"DEEPSEEK_API_KEY=", "OPENAI_API_KEY=", "OPENAI_BASE_URL=",
 	)
 	cmd.Env = append(cmd.Env, env...)

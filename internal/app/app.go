@@ -113,8 +113,10 @@ type App struct {
 	stopDemo   func()
 	closeOnce  sync.Once
 	closeErr   error
-	advertise  string // the address registered for this replica (Listen)
-	registered bool   // the replicas row is written (Start)
+	advertise  string   // the address registered for this replica (Listen)
+	registered bool     // the replicas row is written (Start)
+	idLock     *os.File // holds this replica id's lock file (replica_lock.go)
+	draining   atomic.Bool
 	replicaKey []byte // signs the requests between replicas (derived from the secret key)
 	// storedTo is told the writer's commits (replicas: subscribers get
 	// stored events only); set once the hub exists.
@@ -127,7 +129,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
-	cfg.Replica = cfg.Replica.WithDefaults()
+	cfg.Replica = cfg.Replica.WithDefaults(cfg.DataDir, cfg.Addr)
 	a := &App{Config: cfg, Log: log}
 	ok := false
 	defer func() {
@@ -267,6 +269,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Replicas:       a.replicaHandler(),
 		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes, Figures: figures, MCP: a.MCP},
 		Metrics:        a.Metrics.Handler(),
+		Draining:       a.Draining,
 	})
 	ok = true
 	return a, nil
@@ -389,6 +392,10 @@ func (a *App) close(ctx context.Context) error {
 		errs = append(errs, within(ctx, "closing MCP connections", noErr(a.MCP.Close)))
 	}
 	errs = append(errs, a.unregister(ctx))
+	if a.idLock != nil {
+		// After the row is gone: another process of this id may start.
+		errs = append(errs, a.idLock.Close())
+	}
 	errs = append(errs, a.closeParts(ctx))
 	return errors.Join(errs...)
 }

@@ -70,7 +70,11 @@ func (a *App) register(ctx context.Context) error {
 	if addr == "" {
 		addr = a.Config.Advertised(nil)
 	}
-	if err := a.Leases.Register(ctx, addr); err != nil {
+	restarted, err := a.lockReplicaID()
+	if err != nil {
+		return err
+	}
+	if err := a.Leases.Register(ctx, addr, restarted); err != nil {
 		return err
 	}
 	a.registered = true

@@ -39,6 +39,12 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 
 	ShutdownTimeout time.Duration
+	// DrainPeriod is how long a stopping server answers /readyz 503
+	// "draining" while still serving everything, so load balancers stop
+	// sending before it stops starting turns (HARNESS_DRAIN_PERIOD,
+	// -drain-period; default 5s; 0: none). It comes before the shutdown
+	// budget: SIGTERM to exit takes at most both.
+	DrainPeriod time.Duration
 	// IdleUnload is how long an idle agent stays in memory.
 	IdleUnload time.Duration
 
@@ -101,6 +107,10 @@ const (
 	MaxAttachmentMax     = 64 << 20
 )
 
+// DefaultDrainPeriod is how long a stopping server says it is draining
+// before it stops starting turns: a few load balancer health checks.
+const DefaultDrainPeriod = 5 * time.Second
+
 // Getenv reads one environment variable (os.Getenv in main, a map in tests).
 type Getenv func(string) string
 
@@ -114,6 +124,7 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		LogFormat:       envOr(getenv, "HARNESS_LOG_FORMAT", "text"),
 		AdminPassword:   getenv("HARNESS_ADMIN_PASSWORD"),
 		ShutdownTimeout: 10 * time.Second,
+		DrainPeriod:     DefaultDrainPeriod,
 		IdleUnload:      10 * time.Minute,
 	}
 	level := envOr(getenv, "HARNESS_LOG_LEVEL", "info")
@@ -158,6 +169,13 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		}
 		c.ShutdownTimeout = d
 	}
+	if v := getenv("HARNESS_DRAIN_PERIOD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			sbErrs = append(sbErrs, fmt.Errorf("HARNESS_DRAIN_PERIOD: %w", err))
+		}
+		c.DrainPeriod = d
+	}
 	if err := parseClientLimits(&c.ClientLimits, getenv); err != nil {
 		sbErrs = append(sbErrs, err)
 	}
@@ -177,6 +195,7 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json (HARNESS_LOG_FORMAT)")
 	fs.StringVar(&origins, "trusted-origins", origins, "comma-separated extra WebSocket origins (HARNESS_TRUSTED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown budget (HARNESS_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&c.DrainPeriod, "drain-period", c.DrainPeriod, "at shutdown, how long /readyz answers 503 before turns stop starting (HARNESS_DRAIN_PERIOD)")
 	fs.DurationVar(&c.IdleUnload, "idle-unload", c.IdleUnload, "unload idle agents after this long")
 	replicaFlags(fs, &c.Replica)
 	if err := fs.Parse(args); err != nil {
@@ -203,6 +222,9 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	}
 	if c.DBDriver == "sqlite" && c.DBDSN == "" {
 		c.DBDSN = filepath.Join(c.DataDir, "harness.db")
+	}
+	if c.Replica.ID == "" {
+		c.Replica.ID = DefaultReplicaID(c.DataDir, c.Addr)
 	}
 	return c, c.Validate()
 }
@@ -235,6 +257,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("shutdown timeout must be positive"))
+	}
+	if c.DrainPeriod < 0 {
+		errs = append(errs, errors.New("drain period must not be negative"))
 	}
 	if err := c.Sandbox.Validate(); err != nil {
 		errs = append(errs, err)

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,8 +18,9 @@ import (
 // process and takes no leases: only ID names it in logs there.
 type Replica struct {
 	// ID names this process among the replicas (HARNESS_REPLICA_ID,
-	// -replica-id; default hostname-pid, so two replicas on one machine
-	// differ without configuration).
+	// -replica-id; default DefaultReplicaID: the same across restarts on
+	// one host, data directory and listen address, so a restarted replica
+	// takes back its own leases at once).
 	ID string
 	// Advertise is the host:port other replicas reach this one at
 	// (HARNESS_ADVERTISE_ADDR, -advertise); empty: derived from the listen
@@ -38,21 +41,28 @@ const DefaultLeaseTTL = 8 * time.Second
 // cost owners their sessions.
 const MinLeaseTTL = 300 * time.Millisecond
 
-// DefaultReplicaID is hostname-pid: unique among the processes of one
-// machine and readable in logs.
-func DefaultReplicaID() string {
+// DefaultReplicaID is the host name and a digest of the data directory
+// and the listen address, e.g. "web1-3f9a0c2e": readable in logs, the
+// same after a restart (a process that died holding leases is succeeded
+// by one of its id, which takes them back without waiting for them to
+// lapse), and different for two servers on one host, which cannot listen
+// on one address. Two that listen on any port (":0") of one host and data
+// directory need their own HARNESS_REPLICA_ID: the second one's start
+// fails, saying so.
+func DefaultReplicaID(dataDir, addr string) string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "harness"
 	}
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
+	sum := sha256.Sum256([]byte(dataDir + "\x00" + addr))
+	return host + "-" + hex.EncodeToString(sum[:4])
 }
 
 // WithDefaults fills the zero fields (configurations built in code rather
-// than by Load).
-func (r Replica) WithDefaults() Replica {
+// than by Load) of a server on dataDir listening on addr.
+func (r Replica) WithDefaults(dataDir, addr string) Replica {
 	if r.ID == "" {
-		r.ID = DefaultReplicaID()
+		r.ID = DefaultReplicaID(dataDir, addr)
 	}
 	if r.LeaseTTL == 0 {
 		r.LeaseTTL = DefaultLeaseTTL
@@ -62,7 +72,9 @@ func (r Replica) WithDefaults() Replica {
 
 // parseReplica reads the environment's replica settings.
 func parseReplica(r *Replica, getenv Getenv) error {
-	r.ID = envOr(getenv, "HARNESS_REPLICA_ID", DefaultReplicaID())
+	// Empty: Load derives the default once the data directory and the
+	// address are known (flags included).
+	r.ID = getenv("HARNESS_REPLICA_ID")
 	r.Advertise = getenv("HARNESS_ADVERTISE_ADDR")
 	r.LeaseTTL = DefaultLeaseTTL
 	if v := getenv("HARNESS_LEASE_TTL"); v != "" {

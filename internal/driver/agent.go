@@ -327,7 +327,7 @@ func validateInput(msg llm.Message) error {
 // is disposed) or during maintenance is latched: the driver restarts for it
 // once it converges to idle (upstream §2.5).
 func (a *Agent) wakeLocked() {
-	if a.disposed {
+	if a.disposed || a.drainingLocked() {
 		return
 	}
 	switch {
@@ -340,6 +340,12 @@ func (a *Agent) wakeLocked() {
 	default:
 		a.startLocked()
 	}
+}
+
+// drainingLocked reports whether the manager starts no more turns for
+// this agent (Manager.Drain); a subagent's are still started.
+func (a *Agent) drainingLocked() bool {
+	return !a.subagent && a.m.draining.Load()
 }
 
 // abortingLocked reports whether the current activity was cancelled.
@@ -610,7 +616,7 @@ func (a *Agent) RunMaintenance(ctx context.Context, task func(ctx context.Contex
 
 	a.mu.Lock()
 	a.maintenance = false
-	if a.wake && a.pendingLocked() {
+	if a.wake && a.pendingLocked() && !a.drainingLocked() {
 		a.startLocked()
 	} else {
 		a.wake = false

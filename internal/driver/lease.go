@@ -27,6 +27,9 @@ type Leases interface {
 	// Release gives up a lease whose agent unloaded (its appends are
 	// durable).
 	Release(ctx context.Context, sessionID string, epoch int64) error
+	// Handover is Release at shutdown of a session whose queue waits: the
+	// other replicas are told to take it at once.
+	Handover(ctx context.Context, sessionID string, epoch int64) error
 	// Lost says the manager stopped the session's agent because the lease
 	// of epoch is gone: nothing it still appends may be stored. It must not
 	// block.
@@ -88,6 +91,38 @@ func (m *Manager) release(id string, epoch int64) {
 		// It expires on its own within the TTL.
 		m.logger.Warn("release session lease", "session", id, "epoch", epoch, "err", err)
 	}
+}
+
+// handOver gives up a shut-down agent's lease: a session whose queue
+// would run (input waits, not paused) is handed over, so another replica
+// takes it and runs the queue at once; its queue length is stored first,
+// so the new owner's start finds it even if the notice is missed.
+func (m *Manager) handOver(a *Agent) {
+	if m.opts.Leases == nil || a.epoch == 0 {
+		return
+	}
+	a.mu.Lock()
+	n := len(a.nextTurn) + len(a.nextStep)
+	waiting := n > 0 && !queuePaused(a.log)
+	a.mu.Unlock()
+	if !waiting {
+		m.release(a.id, a.epoch)
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.baseCtx, m.opts.LeaseTTL)
+	defer cancel()
+	m.pendMu.Lock()
+	delete(m.pendDirty, a.id)
+	m.pendMu.Unlock()
+	if err := m.store.SetPendingInbox(ctx, a.id, n); err != nil {
+		m.logger.Warn("record pending inbox before the handover", "session", a.id, "err", err)
+	}
+	if err := m.opts.Leases.Handover(ctx, a.id, a.epoch); err != nil {
+		// It expires on its own within the TTL, and is taken over then.
+		m.logger.Warn("hand over session lease", "session", a.id, "epoch", a.epoch, "err", err)
+		return
+	}
+	m.logger.Info("handed the session over to the other replicas", "session", a.id, "queued", n)
 }
 
 // awaitStopped waits for an agent of id that lost its lease to go idle.

@@ -26,7 +26,8 @@ func (a *Agent) run(act *activity, op openedTurn) {
 		a.mu.Lock()
 		var more bool
 		switch {
-		case a.disposed:
+		case a.disposed, a.drainingLocked():
+			// The queue waits for the session's next owner.
 		case act.cause != nil:
 			// Cancelled (Stop), even when the turn closed normally just
 			// before the cancel was seen: only a latched wake goes on.

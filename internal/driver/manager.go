@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"harness/internal/llm"
@@ -191,6 +192,9 @@ type Manager struct {
 	// new load of the session has seen them idle.
 	stopping map[string]*Agent
 	closed   bool
+	// draining: no turn starts any more (Drain); input is still taken
+	// and stays queued for the session's next owner.
+	draining atomic.Bool
 
 	pendMu    sync.Mutex
 	pendDirty map[string]int
@@ -596,6 +600,29 @@ func (m *Manager) TakeOver(ctx context.Context, id string) error {
 // workspace (not on the shared volume here), so it does not take it.
 var ErrUnreachable = errors.New("session workspace not reachable from this replica")
 
+// Drain stops starting turns and waits, within ctx, for the running ones
+// to end: the first step of a graceful shutdown, so that a turn shorter
+// than the budget completes rather than being cut (Shutdown then stops
+// whatever still runs). Input is still taken meanwhile (a steer enters a
+// running turn; a queued message waits) and stays queued: Shutdown hands
+// such sessions over to the other replicas, or the next start runs them.
+// A subagent's turn still starts: its parent's running turn waits for it.
+func (m *Manager) Drain(ctx context.Context) error {
+	m.draining.Store(true)
+	m.mu.Lock()
+	agents := make([]*Agent, 0, len(m.agents))
+	for _, a := range m.agents {
+		agents = append(agents, a)
+	}
+	m.mu.Unlock()
+	for _, a := range agents {
+		if err := a.Wait(ctx); err != nil {
+			return fmt.Errorf("session %s still runs its turn: %w", a.id, err)
+		}
+	}
+	return nil
+}
+
 // ErrShutdownAbandoned is wrapped when Shutdown's budget ran out before
 // every agent stopped and every write was stored.
 var ErrShutdownAbandoned = errors.New("shutdown abandoned unfinished work")
@@ -717,7 +744,7 @@ func (m *Manager) drain(ctx context.Context, agents []*Agent, d *drain) error {
 			continue // the lease expires on its own; nothing is lost
 		}
 		d.set(a.id, "")
-		m.release(a.id, a.epoch)
+		m.handOver(a)
 	}
 	d.setStep("the background loops (pending inbox counts, idle unloads, lease renewals)")
 	close(m.stop)

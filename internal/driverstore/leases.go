@@ -43,6 +43,11 @@ func (d Leases) Release(ctx context.Context, sessionID string, epoch int64) erro
 	return d.L.Release(ctx, sessionID, epoch)
 }
 
+// Handover gives a lease up and tells the other replicas to take it.
+func (d Leases) Handover(ctx context.Context, sessionID string, epoch int64) error {
+	return d.L.Handover(ctx, sessionID, epoch)
+}
+
 // Lost ends the session's term in the writer.
 func (d Leases) Lost(sessionID string, epoch int64) { d.S.Disown(sessionID, epoch) }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"harness/internal/auth"
@@ -33,8 +34,11 @@ type Leases interface {
 	Holder(ctx context.Context, id string) (owner, addr string, ok bool, err error)
 	// Holders is Holder for many sessions (those nobody holds are absent).
 	Holders(ctx context.Context, ids []string) (map[string]models.LeaseHolder, error)
-	// Orphaned lists sessions whose holder stopped renewing.
+	// Orphaned lists sessions whose holder stopped renewing, or handed
+	// them over.
 	Orphaned(ctx context.Context, limit int) ([]string, error)
+	// Owned lists the sessions whose lease names this replica's id.
+	Owned(ctx context.Context) ([]string, error)
 }
 
 // Bus is PostgreSQL's LISTEN/NOTIFY (models.DB).
@@ -97,6 +101,11 @@ type Replica struct {
 	statuses map[string]remoteStatus
 
 	out *outbox // live notifications to send, in order
+
+	// kick asks the takeover loop for a pass now (a handover notice).
+	kick chan struct{}
+	// draining: this replica shuts down and takes no session over.
+	draining atomic.Bool
 }
 
 // New builds a replica's parts; Start starts them.
@@ -112,17 +121,18 @@ func New(d Deps) *Replica {
 		c = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}}
 	}
 	base, stop := context.WithCancel(context.Background())
-	return &Replica{log: d.Log, d: d, client: c, base: base, stop: stop, mirrors: map[string]*Mirror{}, statuses: map[string]remoteStatus{}, out: newOutbox()}
+	return &Replica{log: d.Log, d: d, client: c, base: base, stop: stop, mirrors: map[string]*Mirror{}, statuses: map[string]remoteStatus{}, out: newOutbox(), kick: make(chan struct{}, 1)}
 }
 
 // Start listens to the other replicas, sends this replica's live
-// notifications and looks for orphaned sessions to take over.
+// notifications, takes back the leases a dead process of the same id held
+// and looks for orphaned or handed-over sessions to take over.
 func (r *Replica) Start() {
 	r.cancel = r.d.Manager.SubscribeLive(r.onLocalLive)
-	r.wg.Add(3)
+	r.wg.Add(4)
 	go func() {
 		defer r.wg.Done()
-		_ = r.d.Bus.Listen(r.base, r.log, []string{models.HeadsChannel, LiveChannel, SettingsChannel, AccessChannel}, models.ListenHandler{
+		_ = r.d.Bus.Listen(r.base, r.log, []string{models.HeadsChannel, LiveChannel, SettingsChannel, AccessChannel, models.LeaseChannel}, models.ListenHandler{
 			Notification: r.onNotification,
 			Connected:    r.onConnected,
 		})
@@ -135,7 +145,15 @@ func (r *Replica) Start() {
 		defer r.wg.Done()
 		r.takeoverLoop()
 	}()
+	go func() {
+		defer r.wg.Done()
+		r.takeBack()
+	}()
 }
+
+// Drain stops taking sessions over: this replica is shutting down, and
+// would only hand them over again.
+func (r *Replica) Drain() { r.draining.Store(true) }
 
 // Close stops the replica's goroutines and its mirrors.
 func (r *Replica) Close() {
@@ -207,6 +225,10 @@ func (r *Replica) sendLoop() {
 // onNotification runs on the listener's goroutine.
 func (r *Replica) onNotification(channel, payload string) {
 	switch channel {
+	case models.LeaseChannel:
+		// A draining replica handed a session with queued input over:
+		// take it now rather than at the next pass.
+		r.kickTakeover()
 	case models.HeadsChannel:
 		for id, head := range models.ParseHeads(payload) {
 			if m := r.mirror(id); m != nil {
@@ -260,12 +282,25 @@ func (r *Replica) onConnected() {
 	// A settings change announced while the listener was away (or before
 	// it first connected, after the start read the settings) was missed.
 	r.reloadSettings(settingsKinds...)
+	// So was a handover notice.
+	r.kickTakeover()
+}
+
+// kickTakeover asks the takeover loop for a pass now; it does not block
+// (a pass already asked for covers this one).
+func (r *Replica) kickTakeover() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
 }
 
 // takeoverLoop takes over, about every eighth of the lease TTL, the
 // sessions whose owner stopped renewing their leases: a killed owner's
 // sessions move within about TTL + TTL/8 of its death (the lease lapses
-// at most a TTL after its last renewal).
+// at most a TTL after its last renewal). A handover notice asks for a
+// pass at once: a draining replica's queued sessions move as soon as it
+// released them (every live replica tries; the lease decides).
 func (r *Replica) takeoverLoop() {
 	period := r.d.TTL / 8
 	for {
@@ -274,6 +309,7 @@ func (r *Replica) takeoverLoop() {
 		select {
 		case <-r.base.Done():
 			return
+		case <-r.kick:
 		case <-time.After(wait):
 		}
 		r.takeOver()
@@ -281,6 +317,9 @@ func (r *Replica) takeoverLoop() {
 }
 
 func (r *Replica) takeOver() {
+	if r.draining.Load() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.base, r.d.TTL)
 	defer cancel()
 	ids, err := r.d.Leases.Orphaned(ctx, 64)
@@ -290,10 +329,37 @@ func (r *Replica) takeOver() {
 		}
 		return
 	}
+	r.takeAll(ctx, ids)
+}
+
+// takeBack takes, at start, the sessions whose lease still names this
+// replica's id: a process of the same id died holding them, and this one
+// need not wait for them to lapse (a replica id stable across restarts,
+// docs/deploy.md).
+func (r *Replica) takeBack() {
+	ctx, cancel := context.WithTimeout(r.base, r.d.TTL)
+	defer cancel()
+	ids, err := r.d.Leases.Owned(ctx)
+	if err != nil {
+		if r.base.Err() == nil {
+			r.log.Warn("look for the sessions this replica's id held", "err", err)
+		}
+		return
+	}
+	if len(ids) > 0 {
+		r.log.Info("taking back the sessions a previous process of this replica held", "sessions", len(ids))
+	}
+	r.takeAll(ctx, ids)
+}
+
+func (r *Replica) takeAll(ctx context.Context, ids []string) {
 	for _, id := range ids {
+		if r.draining.Load() {
+			return
+		}
 		err := r.d.Manager.TakeOver(ctx, id)
 		switch {
-		case err == nil, errors.Is(err, driver.ErrNotOwner), errors.Is(err, models.ErrNotFound):
+		case err == nil, errors.Is(err, driver.ErrNotOwner), errors.Is(err, models.ErrNotFound), errors.Is(err, driver.ErrDisposed):
 		case errors.Is(err, driver.ErrUnreachable):
 			r.log.Info("orphaned session left to a replica that reaches its workspace", "session", id, "err", err)
 		default:

@@ -15,8 +15,14 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.String(http.StatusOK, "ok")
 }
 
-// readyz answers 200 only when the database answers and takes writes.
+// readyz answers 200 only when the database answers and takes writes, and
+// no graceful stop is under way.
 func (s *Server) readyz(c echo.Context) error {
+	if s.draining != nil && s.draining() {
+		// Load balancers stop sending here; everything is still served
+		// meanwhile (app.App.Drain).
+		return c.String(http.StatusServiceUnavailable, "draining")
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	// A server whose writes fail (a full disk, a write lock another

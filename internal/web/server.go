@@ -54,20 +54,25 @@ type Deps struct {
 	// Replicas serves the signed requests of the other replicas under
 	// /internal/replica/ (internal/replica); nil serves none.
 	Replicas http.Handler
+	// Draining reports a graceful stop under way: /readyz answers 503
+	// "draining" (app.App.Drain). nil: never.
+	Draining func() bool
 }
 
 // Server is the echo application.
 type Server struct {
-	e       *echo.Echo
-	log     *slog.Logger
-	db      Pinger
-	auth    *auth.Service
-	trusted []string
-	proxies proxies
-	svc     *service.Service
-	ws      http.Handler
-	ui      *UIDeps
-	metrics http.Handler
+	e   *echo.Echo
+	log *slog.Logger
+	db  Pinger
+	// draining reports a graceful stop under way (Deps.Draining).
+	draining func() bool
+	auth     *auth.Service
+	trusted  []string
+	proxies  proxies
+	svc      *service.Service
+	ws       http.Handler
+	ui       *UIDeps
+	metrics  http.Handler
 
 	replicaID string
 	// readOwner carries the reads forwarded to a session's owner
@@ -80,7 +85,7 @@ func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID, readOwner: readTransport()}
+	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID, readOwner: readTransport(), draining: d.Draining}
 	e.HTTPErrorHandler = s.handleError
 	// First: everything after them asks who the client is, and may read
 	// the body.
