@@ -19,21 +19,8 @@ import (
 // with an admin token.
 func replicaProcs(t *testing.T, n int, ttl time.Duration) ([]*serverProc, string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("spawns servers; skipped with -short")
-	}
-	if os.Getenv(pgDSNEnv) == "" {
-		t.Skip("!!! SKIPPING: replicas need PostgreSQL; set " + pgDSNEnv + " (.ci/run does) !!!")
-	}
-	b := backends(t)[1].make(t)
-	dir := t.TempDir()
-	tok := b.token(t, dir)
-	var procs []*serverProc
-	for i := range n {
-		env := append(slices.Clone(b.env), "HARNESS_REPLICA_ID=replica-"+string(rune('a'+i)), "HARNESS_LEASE_TTL="+ttl.String())
-		procs = append(procs, startServer(t, dir, env...))
-	}
-	return procs, tok
+	rs := newReplicaSet(t, n, ttl)
+	return rs.procs, rs.tok
 }
 
 // Two processes race for the leases of idle sessions: the replica that
