@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -391,4 +392,120 @@ func TestReplicaRestartTakesItsLeasesBack(t *testing.T) {
 		t.Fatalf("the restarted replica did not take its sessions back:\n%s", a.logs)
 	}
 	noTrouble(t, rs.procs[1], rs.procs[2])
+}
+
+// A rolling restart of three replicas under load: each in turn gets
+// SIGTERM, stops, and starts again with its id, while a client keeps
+// sending messages (a tool sleeping 1 s, well within the budget) to six
+// sessions through whichever replica answers, as a load balancer would,
+// retrying a failed send on the next replica with the same send key. No
+// turn is aborted or interrupted, every acknowledged message runs once in
+// a completed turn of its own, and every log keeps its invariants; the
+// leases last a minute, so nothing waited for one to lapse.
+func TestReplicaRollingRestartUnderLoad(t *testing.T) {
+	t.Parallel()
+	rs := newReplicaSet(t, 3, time.Minute, "HARNESS_DRAIN_PERIOD=300ms", "HARNESS_SHUTDOWN_TIMEOUT=10s")
+	ctx := t.Context()
+	var mu sync.Mutex
+	urls := []string{rs.procs[0].URL, rs.procs[1].URL, rs.procs[2].URL}
+	url := func(i int) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return urls[i%len(urls)]
+	}
+	var ids []string
+	for i := range 6 {
+		s, err := client.New(url(i), client.WithToken(rs.tok)).CreateSession(ctx, client.NewSession{Title: "rolling", Mode: "auto"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	// send sends one message, through replica next, next+1, ... until
+	// one acknowledges it.
+	send := func(id string, next int) (string, error) {
+		key := client.NewKey()
+		var err error
+		for try := 0; try < 300; try++ {
+			var got string
+			got, err = client.New(url(next+try), client.WithToken(rs.tok)).SendMessageKey(ctx, id, "run: sleep 1", "followup", key)
+			if err == nil {
+				return got, nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return "", err
+	}
+	acked := map[string][]string{}
+	stop := make(chan struct{})
+	loadDone := make(chan error, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				loadDone <- nil
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			id := ids[n%len(ids)]
+			m, err := send(id, n)
+			if err != nil {
+				loadDone <- fmt.Errorf("send to %s: %w", id, err)
+				return
+			}
+			mu.Lock()
+			acked[id] = append(acked[id], m)
+			mu.Unlock()
+			n++
+		}
+	}()
+	time.Sleep(2 * time.Second) // load before the first stop
+	all := slices.Clone(rs.procs)
+	for i, p := range all {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err, exited := p.exitErr(60 * time.Second); !exited || err != nil {
+			t.Fatalf("%s did not stop cleanly: exited %v, %v\n%s", replicaName(i), exited, err, p.logs)
+		}
+		rs.procs[i] = rs.start(t, i)
+		all = append(all, rs.procs[i])
+		mu.Lock()
+		urls[i] = rs.procs[i].URL
+		mu.Unlock()
+	}
+	time.Sleep(time.Second) // load after the last start
+	close(stop)
+	if err := <-loadDone; err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(rs.procs[0].URL, client.WithToken(rs.tok))
+	total := 0
+	for _, id := range ids {
+		mu.Lock()
+		want := slices.Clone(acked[id])
+		mu.Unlock()
+		total += len(want)
+		var evs []client.Event
+		if !poll.Wait(t, func() bool {
+			evs = events(t, c, id)
+			return countTurnEnds(evs, "") >= len(want)
+		}, poll.Within(60*time.Second)) {
+			t.Fatalf("session %s: %d turn ends, %d messages acknowledged", id, countTurnEnds(evs, ""), len(want))
+		}
+		checkOnce(t, evs, len(want), want...)
+		if n := countTurnEnds(evs, "completed"); n != len(want) {
+			t.Fatalf("session %s: %d of %d turns completed (aborted %d, interrupted %d)", id, n, len(want), countTurnEnds(evs, "aborted"), countTurnEnds(evs, "interrupted"))
+		}
+	}
+	handovers := 0
+	for _, p := range all {
+		handovers += strings.Count(p.logs.String(), "handed the session over")
+	}
+	t.Logf("%d messages over %d sessions, all completed; %d handovers", total, len(ids), handovers)
+	if handovers == 0 {
+		t.Fatal("no session was handed over: was any message queued at a stop?")
+	}
+	noTrouble(t, all...)
 }

@@ -42,8 +42,9 @@ type Config struct {
 	// DrainPeriod is how long a stopping server answers /readyz 503
 	// "draining" while still serving everything, so load balancers stop
 	// sending before it stops starting turns (HARNESS_DRAIN_PERIOD,
-	// -drain-period; default 5s; 0: none). It comes before the shutdown
-	// budget: SIGTERM to exit takes at most both.
+	// -drain-period; default 5s on PostgreSQL, where other replicas take
+	// the traffic, and none on SQLite, where nobody would). It comes
+	// before the shutdown budget: SIGTERM to exit takes at most both.
 	DrainPeriod time.Duration
 	// IdleUnload is how long an idle agent stays in memory.
 	IdleUnload time.Duration
@@ -169,6 +170,7 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		}
 		c.ShutdownTimeout = d
 	}
+	drainSet := getenv("HARNESS_DRAIN_PERIOD") != ""
 	if v := getenv("HARNESS_DRAIN_PERIOD"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -195,13 +197,19 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json (HARNESS_LOG_FORMAT)")
 	fs.StringVar(&origins, "trusted-origins", origins, "comma-separated extra WebSocket origins (HARNESS_TRUSTED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful shutdown budget (HARNESS_SHUTDOWN_TIMEOUT)")
-	fs.DurationVar(&c.DrainPeriod, "drain-period", c.DrainPeriod, "at shutdown, how long /readyz answers 503 before turns stop starting (HARNESS_DRAIN_PERIOD)")
+	fs.DurationVar(&c.DrainPeriod, "drain-period", c.DrainPeriod, "at shutdown, how long /readyz answers 503 before turns stop starting (HARNESS_DRAIN_PERIOD; default 5s on PostgreSQL, 0 on SQLite)")
 	fs.DurationVar(&c.IdleUnload, "idle-unload", c.IdleUnload, "unload idle agents after this long")
 	replicaFlags(fs, &c.Replica)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
 	c.Args = fs.Args()
+	fs.Visit(func(f *flag.Flag) { drainSet = drainSet || f.Name == "drain-period" })
+	if !drainSet && c.DBDriver == "sqlite" {
+		// One process: no other replica would take the traffic, and a
+		// container's stop grace (often 10 s) should go to the turns.
+		c.DrainPeriod = 0
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		return Config{}, fmt.Errorf("log level %q: %w", level, err)
 	}

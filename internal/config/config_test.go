@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"harness/internal/sandbox"
 )
@@ -52,6 +53,42 @@ func TestLoad(t *testing.T) {
 					t.Fatalf("origins %q", c.TrustedOrigins)
 				}
 			},
+		},
+		{
+			name: "drain period and replica id: defaults by driver",
+			env:  map[string]string{"HARNESS_DATA_DIR": "/tmp/h"},
+			check: func(t *testing.T, c Config) {
+				if c.DrainPeriod != 0 {
+					t.Errorf("SQLite drain period %v, want none", c.DrainPeriod)
+				}
+				if c.Replica.ID != DefaultReplicaID("/tmp/h", "127.0.0.1:8080") || c.Replica.ID == DefaultReplicaID("/tmp/h", "127.0.0.1:8081") {
+					t.Errorf("replica id %q: want the default of this data directory and address, distinct per address", c.Replica.ID)
+				}
+			},
+		},
+		{
+			name: "drain period and replica id: PostgreSQL",
+			env:  map[string]string{"HARNESS_DB_DRIVER": "postgres", "HARNESS_DB_DSN": "host=db"},
+			check: func(t *testing.T, c Config) {
+				if c.DrainPeriod != DefaultDrainPeriod {
+					t.Errorf("PostgreSQL drain period %v, want %v", c.DrainPeriod, DefaultDrainPeriod)
+				}
+			},
+		},
+		{
+			name: "drain period and replica id: set",
+			args: []string{"-drain-period", "1s"},
+			env:  map[string]string{"HARNESS_REPLICA_ID": "web-1"},
+			check: func(t *testing.T, c Config) {
+				if c.DrainPeriod != time.Second || c.Replica.ID != "web-1" {
+					t.Errorf("drain period %v, replica id %q; want 1s and web-1", c.DrainPeriod, c.Replica.ID)
+				}
+			},
+		},
+		{
+			name:    "negative drain period",
+			env:     map[string]string{"HARNESS_DRAIN_PERIOD": "-1s"},
+			wantErr: "drain period",
 		},
 		{
 			name: "sandbox, roots, git hosts and fork cap",

@@ -592,7 +592,7 @@ func (m *Manager) TakeOver(ctx context.Context, id string) error {
 	if _, err := m.resume(ctx, id); err != nil {
 		return err
 	}
-	m.logger.Warn("took over a session whose replica stopped renewing its lease", "session", id)
+	m.logger.Warn("took over a session whose replica stopped renewing its lease or handed it over", "session", id)
 	return nil
 }
 
