@@ -12,7 +12,8 @@ import (
 // Leases decide which replica runs a session's agent (PostgreSQL with
 // several replicas; docs/deploy.md). The Manager takes a session's lease
 // before it creates, loads or resumes the agent, renews every lease it
-// holds in one background loop, releases a lease when the agent unloads,
+// holds in one background loop, releases a lease when the agent unloads
+// (at shutdown it hands a session whose queue waits over to the others),
 // and stops an agent at once when its lease is lost. The epoch is the
 // lease's fencing token: the implementation makes the session's appends
 // carry it, and the database refuses appends of a stale one. A nil Leases
@@ -115,7 +116,9 @@ func (m *Manager) handOver(a *Agent) {
 	delete(m.pendDirty, a.id)
 	m.pendMu.Unlock()
 	if err := m.store.SetPendingInbox(ctx, a.id, n); err != nil {
+		// Shutdown's last flush of the counts tries again.
 		m.logger.Warn("record pending inbox before the handover", "session", a.id, "err", err)
+		m.pendingChanged(a.id, n)
 	}
 	if err := m.opts.Leases.Handover(ctx, a.id, a.epoch); err != nil {
 		// It expires on its own within the TTL, and is taken over then.

@@ -28,21 +28,24 @@ func TestHealthAndReadiness(t *testing.T) {
 		path     string
 		ping     error
 		write    error
+		draining bool
 		wantCode int
 		wantBody string
 	}{
-		{"healthz", "/healthz", nil, nil, 200, "ok"},
-		{"healthz ignores the database", "/healthz", down, nil, 200, "ok"},
-		{"ready", "/readyz", nil, nil, 200, "ready"},
-		{"not ready", "/readyz", down, nil, 503, "database unavailable"},
-		{"writes fail", "/readyz", nil, errors.New("attempt to write a readonly database"), 503, "database does not take writes"},
-		{"disk full", "/readyz", nil, fmt.Errorf("commit: %w", syscall.ENOSPC), 503, "database does not take writes: disk full"},
-		{"write-locked", "/readyz", nil, fmt.Errorf("begin: %w", sqlite3.Error{Code: sqlite3.ErrBusy}), 503, "database does not take writes: locked by another process"},
+		{"healthz", "/healthz", nil, nil, false, 200, "ok"},
+		{"healthz ignores the database", "/healthz", down, nil, false, 200, "ok"},
+		{"ready", "/readyz", nil, nil, false, 200, "ready"},
+		{"not ready", "/readyz", down, nil, false, 503, "database unavailable"},
+		{"writes fail", "/readyz", nil, errors.New("attempt to write a readonly database"), false, 503, "database does not take writes"},
+		{"disk full", "/readyz", nil, fmt.Errorf("commit: %w", syscall.ENOSPC), false, 503, "database does not take writes: disk full"},
+		{"draining", "/readyz", nil, nil, true, 503, "draining"},
+		{"healthz while draining", "/healthz", nil, nil, true, 200, "ok"},
+		{"write-locked", "/readyz", nil, fmt.Errorf("begin: %w", sqlite3.Error{Code: sqlite3.ErrBusy}), false, 503, "database does not take writes: locked by another process"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := New(Deps{Log: slog.New(slog.DiscardHandler), DB: dbState{tt.ping, tt.write}})
+			s := New(Deps{Log: slog.New(slog.DiscardHandler), DB: dbState{tt.ping, tt.write}, Draining: func() bool { return tt.draining }})
 			srv := httptest.NewServer(s.Handler())
 			defer srv.Close()
 			res, err := http.Get(srv.URL + tt.path)
