@@ -87,6 +87,10 @@ type Config struct {
 	// cgroup is its child. Servers sharing a host and a cgroup need
 	// different names: each removes its parent's stale children at start.
 	CgroupName string
+	// NoCgroups leaves cgroups alone (memory and processes are capped by
+	// rlimits only): for the sandbox tests share per binary, which no one
+	// closes.
+	NoCgroups bool
 }
 
 // ParseMode reads HARNESS_SANDBOX.

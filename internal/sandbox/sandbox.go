@@ -160,6 +160,10 @@ func (s *Sandbox) probe(ctx context.Context, log *slog.Logger) error {
 // setupCgroups puts the session caps in force where cgroups can be made;
 // elsewhere the log and Status say why, and tools run with rlimits alone.
 func (s *Sandbox) setupCgroups(log *slog.Logger) {
+	if s.cfg.NoCgroups {
+		s.status.CgroupProblem = "turned off in the configuration"
+		return
+	}
 	caps, left, err := newCgroupCaps(s.cfg.CgroupName, s.cfg.Limits)
 	if err != nil {
 		s.status.CgroupProblem = err.Error()
@@ -243,6 +247,9 @@ func (s *Sandbox) Known() (st Status, ok bool) {
 		return Status{}, false
 	}
 }
+
+// Limits are the configured limits (defaults filled in).
+func (s *Sandbox) Limits() Limits { return s.cfg.Limits }
 
 // Identity is the uid and gid tools run as.
 func (s *Sandbox) Identity() (uid, gid int) { return s.cfg.UID, s.cfg.GID }
