@@ -237,9 +237,8 @@ func (c *cgroupCaps) remove(group string) error {
 		return fmt.Errorf("sandbox: invalid group name %q", group)
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	g, ok := c.groups[group]
-	delete(c.groups, group)
-	c.mu.Unlock()
 	if !ok {
 		dirs, err := c.dirs(group)
 		if err != nil {
@@ -250,6 +249,7 @@ func (c *cgroupCaps) remove(group string) error {
 	if err := g.cg.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
 		return fmt.Errorf("remove the cgroup of %s: %w", group, err)
 	}
+	delete(c.groups, group)
 	return nil
 }
 

@@ -30,12 +30,15 @@ func requireCaps(t *testing.T, m sandbox.Mode, limits sandbox.Limits) *sandbox.S
 		t.Fatalf("cgroups are not in force: %q (%s)", st.Cgroups, st.CgroupProblem)
 	}
 	t.Cleanup(func() {
-		// Killed commands' processes may take a moment to leave.
-		var err error
-		poll.Eventually(t, "the cgroups to be removed", func() bool { err = sb.Close(); return err == nil },
-			poll.Within(time.Minute))
+		// Killed commands' processes may take a moment to leave (the
+		// test's context is over here: poll would not wait).
+		err := sb.Close()
+		for deadline := time.Now().Add(time.Minute); err != nil && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			err = sb.Close()
+		}
 		if err != nil {
-			t.Error(err)
+			t.Errorf("remove the cgroups: %v", err)
 		}
 		// The server's pids and cpu cgroups are the roots here (memory
 		// may be nested deeper).
