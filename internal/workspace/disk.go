@@ -171,7 +171,8 @@ func (m *meter) end(id string) {
 }
 
 // diskUsage is the space the files under dirs take on disk (allocated
-// blocks, each inode once), never following symbolic links. Unreadable
+// blocks, each inode once; directories are not counted, so a quota holds
+// exactly its size in files), never following symbolic links. Unreadable
 // parts are skipped; the walk stops at measureBudget.
 func diskUsage(ctx context.Context, dirs ...string) int64 {
 	ctx, cancel := context.WithTimeout(ctx, measureBudget)
@@ -184,7 +185,7 @@ func diskUsage(ctx context.Context, dirs ...string) int64 {
 			if ctx.Err() != nil {
 				return fs.SkipAll
 			}
-			if err != nil {
+			if err != nil || d.IsDir() {
 				return nil
 			}
 			fi, err := d.Info()
@@ -196,7 +197,7 @@ func diskUsage(ctx context.Context, dirs ...string) int64 {
 				total += fi.Size()
 				return nil
 			}
-			if st.Nlink > 1 && !fi.IsDir() {
+			if st.Nlink > 1 {
 				k := inode{uint64(st.Dev), st.Ino}
 				if seen[k] {
 					return nil
