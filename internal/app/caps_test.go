@@ -60,6 +60,13 @@ func TestSessionCapsThroughTheDriver(t *testing.T) {
 		t.Errorf("/api/sandbox disk: %+v", st.Disk)
 	}
 
+	page := browserGet(t, a.URL, "bob", "bob-password", "/settings")
+	for _, want := range []string{"cgroups v1 — in force: 2 GiB memory, 512 tasks per session", "1 GiB per workspace, measured: "} {
+		if !strings.Contains(page, want) {
+			t.Errorf("Settings does not say %q", want)
+		}
+	}
+
 	s, err := bob.Client.CreateSession(ctx, client.NewSession{Mode: "auto"})
 	if err != nil {
 		t.Fatal(err)

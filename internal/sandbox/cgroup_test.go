@@ -160,3 +160,21 @@ func countLines(out, s string) int {
 	}
 	return n
 }
+
+// TestNoCgroupsSaysWhy: without cgroups the status says why, and a
+// group's commands still run, capped by rlimits (RLIMIT_DATA per process).
+func TestNoCgroupsSaysWhy(t *testing.T) {
+	sb, err := sandbox.New(t.Context(), nil, sandbox.Config{Mode: sandbox.ModeBwrap, NoCgroups: true, Limits: sandbox.Limits{MemoryBytes: 256 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sb.Status()
+	if st.Cgroups != sandbox.CgroupNone || st.CgroupProblem == "" {
+		t.Fatalf("cgroups %q, problem %q", st.Cgroups, st.CgroupProblem)
+	}
+	l := newLayout(t, sb)
+	out, _ := run(t, sb, sandbox.Process{Workspace: l.ws, Group: "s1"}, alloc(512)+"; echo status=$?")
+	if countLines(out, "held") != 0 || sb.OOMKills("s1") != 0 {
+		t.Errorf("512 MiB under a 256 MiB per-process limit:\n%s", out)
+	}
+}
