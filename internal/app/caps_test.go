@@ -113,6 +113,19 @@ func TestSessionCapsThroughTheDriver(t *testing.T) {
 	if !hasLine(out, "status=0") || strings.Contains(out, "quota") {
 		t.Errorf("writes do not work again after freeing space:\n%s", out)
 	}
+
+	// Deleting the session removes its cgroup.
+	cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/pids/harness-*", s.ID))
+	if len(cgroups) != 1 {
+		t.Fatalf("the session's pids cgroup: %v", cgroups)
+	}
+	waitIdle(t, bob.Client, s.ID)
+	if err := bob.Client.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cgroups[0]); err == nil {
+		t.Errorf("%s outlives its session", cgroups[0])
+	}
 }
 
 // turnResult sends message and returns the tool result of the turn it

@@ -275,6 +275,18 @@ func (c *cgroupCaps) close() error {
 	return errors.Join(errs...)
 }
 
+// RemoveCgroups removes the parent cgroup name (below this process's own)
+// and its children where no process is left: what a server killed
+// without its shutdown left, for those who know its name (tests that kill
+// servers whose data directories then go away).
+func RemoveCgroups(name string) error {
+	c, _, err := newCgroupCaps(name, Limits{})
+	if err != nil {
+		return err
+	}
+	return c.close()
+}
+
 // removeDirs removes cgroup directories (rmdir; cgroupfs refuses other
 // removals), ignoring those already gone.
 func removeDirs(dirs map[cgroup1.Name]string) error {
