@@ -85,7 +85,12 @@ func newCgroupCaps(name string, l Limits) (*cgroupCaps, []string, error) {
 	if _, err := os.Stat(filepath.Join(dirs[cgroup1.Memory], "memory.memsw.limit_in_bytes")); err == nil {
 		c.memsw = true
 	}
-	return c, c.removeStale(dirs), nil
+	left := c.removeStale(dirs)
+	// The parent comes back with the first group (the library makes a
+	// child's parents): a sandbox that never runs a group's command, or is
+	// never closed, leaves nothing behind. It stays while stale groups do.
+	_ = removeDirs(dirs)
+	return c, left, nil
 }
 
 // hierarchy keeps the memory, pids and cpu hierarchies; all three must be
