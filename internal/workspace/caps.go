@@ -63,15 +63,21 @@ func (m *Manager) CapsHook(sessionID, workspace string) tools.ExecuteHook {
 		if used >= quota && call.Access == tools.AccessWrite {
 			return tools.Result{}, tools.Errorf(NameDiskQuota, CodeDiskQuota, "%s", overQuota(used, quota))
 		}
-		m.meter.start(sessionID)
-		r, err := m.watchMemory(ctx, sessionID, next)
-		m.meter.end(sessionID)
+		r, err := m.counted(ctx, sessionID, next)
 		after := m.meter.measure(context.WithoutCancel(ctx), sessionID, dirs...)
 		if err == nil && after >= quota {
 			r.Content = append(r.Content, llm.Text("\n["+overQuota(after, quota)+"]"))
 		}
 		return r, err
 	}
+}
+
+// counted runs a write or exec call's body counted as running, so no
+// other call reuses a figure measured before it ends.
+func (m *Manager) counted(ctx context.Context, sessionID string, next func(context.Context) (tools.Result, error)) (tools.Result, error) {
+	m.meter.start(sessionID)
+	defer m.meter.end(sessionID)
+	return m.watchMemory(ctx, sessionID, next)
 }
 
 // overQuota is the message of a workspace at or over its quota.
