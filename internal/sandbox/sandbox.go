@@ -113,6 +113,7 @@ func (s *Sandbox) probe(ctx context.Context, log *slog.Logger) error {
 	cfg := s.cfg
 	if cfg.Mode == ModeOff {
 		s.status.Active = true
+		s.status.CgroupProblem = "the sandbox is off, and with it the session caps"
 		log.Warn("sandbox is OFF: tool processes can reach everything the server can", "sandbox", s.status.Summary())
 		return nil
 	}
