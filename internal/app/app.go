@@ -111,6 +111,7 @@ type App struct {
 	reserved reserved
 
 	stopDemo   func()
+	ownSandbox bool // New made the sandbox: Close removes its cgroups
 	closeOnce  sync.Once
 	closeErr   error
 	advertise  string // the address registered for this replica (Listen)
@@ -208,6 +209,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Network:        a.Workspaces.Network,
 		// The service is made below; tools run only after it is.
 		WorkspaceGate: func(ctx context.Context, id string) string { return a.Service.WorkspaceGate(ctx, id) },
+		Caps:          a.Workspaces.CapsHook,
 		Attachments:   driverstore.Store{S: a.Store},
 		Leases:        a.driverLeases(),
 		LeaseTTL:      cfg.Replica.LeaseTTL,
@@ -387,6 +389,13 @@ func (a *App) close(ctx context.Context) error {
 	if a.MCP != nil {
 		// Sets of agents that never reached the manager.
 		errs = append(errs, within(ctx, "closing MCP connections", noErr(a.MCP.Close)))
+	}
+	if a.ownSandbox {
+		// Tools' processes may still be leaving; what stays is removed
+		// at the next start.
+		if err := a.Sandbox.Close(); err != nil {
+			a.Log.Warn("remove the session cgroups", "err", err)
+		}
 	}
 	errs = append(errs, a.unregister(ctx))
 	errs = append(errs, a.closeParts(ctx))

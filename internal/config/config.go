@@ -45,7 +45,7 @@ type Config struct {
 	// Sandbox confines tool processes: HARNESS_SANDBOX (mode),
 	// HARNESS_SANDBOX_USER (uid[:gid] when root), HARNESS_SANDBOX_READONLY
 	// (extra read-only paths, colon-separated), HARNESS_SANDBOX_LIMITS
-	// (cpu=600,mem=4G,procs=512,fsize=2G,files=4096).
+	// (cpu=600,mem=4G,procs=512,fsize=2G,files=4096,disk=10G).
 	Sandbox sandbox.Config
 	// WorkspaceRoots are directories whose subdirectories users may open as
 	// session workspaces (HARNESS_WORKSPACE_ROOTS); admins add more in
@@ -302,8 +302,9 @@ func parseSandbox(sc *sandbox.Config, getenv Getenv) error {
 	return errors.Join(errs...)
 }
 
-// parseLimits reads "cpu=600,mem=4G,procs=512,fsize=2G,files=4096"; keys
-// left out keep their defaults.
+// parseLimits reads "cpu=600,mem=4G,procs=512,fsize=2G,files=4096,disk=10G";
+// keys left out keep their defaults. mem and procs are per session where
+// cgroups are in force, disk per workspace.
 func parseLimits(s string) (sandbox.Limits, error) {
 	var l sandbox.Limits
 	for _, kv := range splitList(s, ",") {
@@ -326,8 +327,10 @@ func parseLimits(s string) (sandbox.Limits, error) {
 			l.FileSizeBytes = uint64(n)
 		case "files":
 			l.OpenFiles = uint64(n)
+		case "disk":
+			l.DiskBytes = uint64(n)
 		default:
-			return l, fmt.Errorf("unknown limit %q: want cpu, mem, procs, fsize or files", k)
+			return l, fmt.Errorf("unknown limit %q: want cpu, mem, procs, fsize, files or disk", k)
 		}
 	}
 	return l, nil

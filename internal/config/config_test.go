@@ -59,7 +59,7 @@ func TestLoad(t *testing.T) {
 				"HARNESS_DATA_DIR":         "rel/dir",
 				"HARNESS_SANDBOX":          "landlock",
 				"HARNESS_SANDBOX_READONLY": "/opt/tools:/srv/ref",
-				"HARNESS_SANDBOX_LIMITS":   "cpu=30,mem=1G,procs=64,fsize=10M,files=256",
+				"HARNESS_SANDBOX_LIMITS":   "cpu=30,mem=1G,procs=64,fsize=10M,files=256,disk=5G",
 				"HARNESS_WORKSPACE_ROOTS":  "/srv/projects; /srv/team?users=alice,bob&shared=1",
 				"HARNESS_GIT_HOSTS":        "github.com, git.example.com:8443",
 				"HARNESS_FORK_COPY_MAX":    "256M",
@@ -70,7 +70,7 @@ func TestLoad(t *testing.T) {
 				if c.DataDir != filepath.Join(wd, "rel", "dir") {
 					t.Errorf("data dir %q is not absolute", c.DataDir)
 				}
-				want := sandbox.Limits{CPUSeconds: 30, MemoryBytes: 1 << 30, Processes: 64, FileSizeBytes: 10 << 20, OpenFiles: 256}
+				want := sandbox.Limits{CPUSeconds: 30, MemoryBytes: 1 << 30, Processes: 64, FileSizeBytes: 10 << 20, OpenFiles: 256, DiskBytes: 5 << 30}
 				if c.Sandbox.Mode != sandbox.ModeLandlock || c.Sandbox.Limits != want || strings.Join(c.Sandbox.ReadOnly, " ") != "/opt/tools /srv/ref" {
 					t.Errorf("sandbox %+v", c.Sandbox)
 				}
