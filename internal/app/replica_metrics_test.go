@@ -1,0 +1,53 @@
+package app_test
+
+import (
+	"io"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"harness/internal/app"
+	"harness/internal/testkit/apptest"
+)
+
+// scrape is a's /metrics exposition.
+func scrape(t *testing.T, a *apptest.App) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	a.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, _ := io.ReadAll(rec.Body)
+	return string(b)
+}
+
+// metricOf is the value of one series (name with its labels, as exposed)
+// in a's /metrics; -1 when absent.
+func metricOf(t *testing.T, a *apptest.App, series string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(scrape(t, a))
+	if m == nil {
+		return -1
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatalf("%s: %v", series, err)
+	}
+	return v
+}
+
+// A single SQLite server has no replicas: none of their series.
+func TestSingleServerHasNoReplicaSeries(t *testing.T) {
+	t.Parallel()
+	a := apptest.StartApp(t, nil, app.Options{})
+	text := scrape(t, a)
+	if !strings.Contains(text, "harness_sessions_live") {
+		t.Fatalf("no exposition to check:\n%s", text)
+	}
+	for _, name := range []string{"harness_leases_held", "harness_lease_", "harness_takeover", "harness_forwards_total",
+		"harness_fencing_refusals_total", "harness_listener_", "harness_mirror_lag_seconds"} {
+		if strings.Contains(text, name) {
+			t.Errorf("a single server exposes %s", name)
+		}
+	}
+}
