@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"harness/internal/app"
 	"harness/internal/testkit/apptest"
+	"harness/internal/testkit/poll"
 )
 
 // scrape is a's /metrics exposition.
@@ -50,4 +52,34 @@ func TestSingleServerHasNoReplicaSeries(t *testing.T) {
 			t.Errorf("a single server exposes %s", name)
 		}
 	}
+}
+
+// The replica's notification listener is up; when PostgreSQL drops its
+// connection it reconnects, and the reconnection is counted.
+func TestReplicaListenerReconnectCounted(t *testing.T) {
+	t.Parallel()
+	dsn, db := pgSchema(t)
+	a := replica(t, dsn, "replica-a", time.Minute)
+	poll.Eventually(t, "the listener to connect", func() bool {
+		return metricOf(t, a, "harness_listener_up") == 1
+	}, poll.Within(10*time.Second))
+	if v := metricOf(t, a, "harness_listener_reconnects_total"); v != 0 {
+		t.Fatalf("reconnects before any drop: %v", v)
+	}
+	// The listener's connection is the one whose last statement LISTENed
+	// on this schema's channels.
+	schema := dsn[strings.LastIndex(dsn, "search_path=")+len("search_path="):]
+	var killed int
+	err := db.QueryRowContext(t.Context(), `
+		SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN %' AND query LIKE '%' || $1 || '%'`, schema).Scan(&killed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if killed != 1 {
+		t.Fatalf("terminated %d listener connections, want 1", killed)
+	}
+	poll.Eventually(t, "the listener to reconnect", func() bool {
+		return metricOf(t, a, "harness_listener_reconnects_total") == 1 && metricOf(t, a, "harness_listener_up") == 1
+	}, poll.Within(10*time.Second))
 }
