@@ -69,9 +69,10 @@ func TestReplicaMetrics(t *testing.T) {
 		t.Fatalf("a wrong metrics token: status %d, want 401", status)
 	}
 	for _, p := range procs {
-		if v := metric(t, p, "harness_listener_up"); v != 1 {
-			t.Fatalf("harness_listener_up = %v, want 1", v)
-		}
+		// The listener connects after the replica starts serving.
+		poll.Eventually(t, "the listener to connect", func() bool {
+			return metric(t, p, "harness_listener_up") == 1
+		}, poll.Within(10*time.Second))
 		if v := metric(t, p, "harness_leases_held"); v != 0 {
 			t.Fatalf("harness_leases_held = %v before any session, want 0", v)
 		}
