@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"harness/internal/app"
+	"harness/internal/models"
 	"harness/internal/testkit/apptest"
 	"harness/internal/testkit/poll"
 )
@@ -82,4 +83,45 @@ func TestReplicaListenerReconnectCounted(t *testing.T) {
 	poll.Eventually(t, "the listener to reconnect", func() bool {
 		return metricOf(t, a, "harness_listener_reconnects_total") == 1 && metricOf(t, a, "harness_listener_up") == 1
 	}, poll.Within(10*time.Second))
+}
+
+// Leases are counted as held while their agents live, released by an
+// unload as unload and by the shutdown as shutdown.
+func TestReplicaLeaseCounts(t *testing.T) {
+	t.Parallel()
+	dsn, _ := pgSchema(t)
+	a := replica(t, dsn, "replica-a", time.Minute)
+	ctx := t.Context()
+	var ids []string
+	for range 2 {
+		row := models.Session{OwnerID: "u"}
+		if err := a.Store.CreateSession(ctx, &row); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Manager.Get(ctx, row.ID); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, row.ID)
+	}
+	if v := metricOf(t, a, "harness_leases_held"); v != 2 {
+		t.Fatalf("leases held = %v, want 2", v)
+	}
+	if v := metricOf(t, a, `harness_lease_acquisitions_total{reason="open"}`); v != 2 {
+		t.Fatalf("open acquisitions = %v, want 2", v)
+	}
+	if err := a.Manager.Remove(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if v := metricOf(t, a, `harness_lease_releases_total{reason="unload"}`); v != 1 {
+		t.Fatalf("unload releases = %v, want 1", v)
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := metricOf(t, a, `harness_lease_releases_total{reason="shutdown"}`); v != 1 {
+		t.Fatalf("shutdown releases = %v, want 1", v)
+	}
+	if v := metricOf(t, a, "harness_leases_held"); v != 0 {
+		t.Fatalf("leases held after the shutdown = %v, want 0", v)
+	}
 }
