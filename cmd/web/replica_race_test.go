@@ -16,8 +16,8 @@ import (
 
 // replicaProcs starts n replicas (child processes) on one fresh PostgreSQL
 // schema and one data directory, with a short lease TTL, and returns them
-// with an admin token.
-func replicaProcs(t *testing.T, n int, ttl time.Duration) ([]*serverProc, string) {
+// with an admin token; extraEnv is added to every replica's environment.
+func replicaProcs(t *testing.T, n int, ttl time.Duration, extraEnv ...string) ([]*serverProc, string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("spawns servers; skipped with -short")
@@ -31,6 +31,7 @@ func replicaProcs(t *testing.T, n int, ttl time.Duration) ([]*serverProc, string
 	var procs []*serverProc
 	for i := range n {
 		env := append(slices.Clone(b.env), "HARNESS_REPLICA_ID=replica-"+string(rune('a'+i)), "HARNESS_LEASE_TTL="+ttl.String())
+		env = append(env, extraEnv...)
 		procs = append(procs, startServer(t, dir, env...))
 	}
 	return procs, tok

@@ -102,6 +102,9 @@ type App struct {
 	// Replica serves the sessions other replicas own (PostgreSQL): nil on
 	// SQLite.
 	Replica *replica.Replica
+	// meter feeds the replica series of /metrics (replica_metrics.go);
+	// nil on SQLite.
+	meter *replicaMeter
 
 	// MCP connects sessions to the configured MCP servers (mcp.go).
 	MCP *mcp.Manager
@@ -269,6 +272,8 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Replicas:       a.replicaHandler(),
 		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes, Figures: figures, MCP: a.MCP},
 		Metrics:        a.Metrics.Handler(),
+		MetricsToken:   cfg.MetricsToken,
+		Forwards:       a.webForwards(),
 	})
 	ok = true
 	return a, nil
@@ -382,6 +387,9 @@ func (a *App) close(ctx context.Context) error {
 	if a.Service != nil {
 		// Background clones stop; they resume at the next start.
 		errs = append(errs, within(ctx, "stopping workspace clones", noErr(a.Service.Close)))
+	}
+	if a.meter != nil {
+		a.meter.closing.Store(true)
 	}
 	if a.Manager != nil {
 		errs = append(errs, a.Manager.Shutdown(ctx))

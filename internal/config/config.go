@@ -30,6 +30,10 @@ type Config struct {
 	// AdminPassword bootstraps the first admin when no user exists.
 	// HARNESS_ADMIN_PASSWORD. Never logged.
 	AdminPassword string
+	// MetricsToken lets a scraper read /metrics with "Authorization:
+	// Bearer <token>" and no login (HARNESS_METRICS_TOKEN; at least
+	// MetricsTokenMin characters). Never logged.
+	MetricsToken string
 	// TrustedOrigins are extra origins (scheme://host[:port]) allowed to open
 	// the WebSocket, e.g. a TLS reverse proxy's public name.
 	TrustedOrigins []string
@@ -101,6 +105,10 @@ const (
 	MaxAttachmentMax     = 64 << 20
 )
 
+// MetricsTokenMin is the shortest metrics token accepted: it stands
+// alone in front of /metrics, so it must not be guessable.
+const MetricsTokenMin = 16
+
 // Getenv reads one environment variable (os.Getenv in main, a map in tests).
 type Getenv func(string) string
 
@@ -113,6 +121,7 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		DBDSN:           getenv("HARNESS_DB_DSN"),
 		LogFormat:       envOr(getenv, "HARNESS_LOG_FORMAT", "text"),
 		AdminPassword:   getenv("HARNESS_ADMIN_PASSWORD"),
+		MetricsToken:    getenv("HARNESS_METRICS_TOKEN"),
 		ShutdownTimeout: 10 * time.Second,
 		IdleUnload:      10 * time.Minute,
 	}
@@ -163,6 +172,10 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	}
 	if err := parseReplica(&c.Replica, getenv); err != nil {
 		sbErrs = append(sbErrs, err)
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < MetricsTokenMin {
+		// Never the token itself in the message.
+		sbErrs = append(sbErrs, fmt.Errorf("HARNESS_METRICS_TOKEN: at least %d characters", MetricsTokenMin))
 	}
 	if err := errors.Join(sbErrs...); err != nil {
 		return Config{}, err

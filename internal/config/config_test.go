@@ -111,6 +111,17 @@ func TestLoad(t *testing.T) {
 		{name: "unknown driver", args: []string{"-db-driver", "mysql"}, wantErr: "mysql"},
 		{name: "bad origin", env: map[string]string{"HARNESS_TRUSTED_ORIGINS": "example.com"}, wantErr: "trusted origin"},
 		{name: "bad level", env: map[string]string{"HARNESS_LOG_LEVEL": "loud"}, wantErr: "log level"},
+		{
+			name: "metrics token",
+			env:  map[string]string{"HARNESS_METRICS_TOKEN": "0123456789abcdef"},
+			check: func(t *testing.T, c Config) {
+				if c.MetricsToken != "0123456789abcdef" {
+					t.Fatalf("metrics token not read")
+				}
+			},
+		},
+		// The refusal never repeats the token.
+		{name: "short metrics token", env: map[string]string{"HARNESS_METRICS_TOKEN": "tiny-secret"}, wantErr: "HARNESS_METRICS_TOKEN: at least 16 characters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +130,9 @@ func TestLoad(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want containing %q", err, tt.wantErr)
+				}
+				if tok := tt.env["HARNESS_METRICS_TOKEN"]; tok != "" && strings.Contains(err.Error(), tok) {
+					t.Fatalf("the error repeats the metrics token: %v", err)
 				}
 				return
 			}
