@@ -16,10 +16,10 @@ import (
 
 // replicaProcs starts n replicas (child processes) on one fresh PostgreSQL
 // schema and one data directory, with a short lease TTL, and returns them
-// with an admin token.
-func replicaProcs(t *testing.T, n int, ttl time.Duration) ([]*serverProc, string) {
+// with an admin token; extraEnv is added to every replica's environment.
+func replicaProcs(t *testing.T, n int, ttl time.Duration, extraEnv ...string) ([]*serverProc, string) {
 	t.Helper()
-	rs := newReplicaSet(t, n, ttl)
+	rs := newReplicaSet(t, n, ttl, extraEnv...)
 	return rs.procs, rs.tok
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"harness/client"
 	"harness/internal/config"
+	"harness/internal/sandbox"
 	"harness/internal/testkit/poll"
 )
 
@@ -86,6 +87,8 @@ func tryStartServer(t *testing.T, dir string, env ...string) (*serverProc, error
 	)
 	cmd.Env = append(cmd.Env, env...)
 	p := &serverProc{t: t, cmd: cmd, logs: &lockedBuffer{}, done: make(chan error, 1)}
+	// Registered before the kill below, so it runs after it.
+	t.Cleanup(func() { removeCgroups(p.logs.String()) })
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +138,21 @@ func tryStartServer(t *testing.T, dir string, env ...string) (*serverProc, error
 		return p, fmt.Errorf("server never ready")
 	}
 	return p, nil
+}
+
+var cgroupsInForce = regexp.MustCompile(`msg="session caps in force" cgroups=(\S+)`)
+
+// removeCgroups removes the session cgroups a killed server left (its
+// data directory goes with the test, so no restart will), waiting a while
+// for its tools' processes to leave.
+func removeCgroups(logs string) {
+	m := cgroupsInForce.FindStringSubmatch(logs)
+	if m == nil {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); sandbox.RemoveCgroups(m[1]) != nil && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // kill sends SIGKILL: no shutdown code runs, as in a crash.

@@ -102,6 +102,9 @@ type App struct {
 	// Replica serves the sessions other replicas own (PostgreSQL): nil on
 	// SQLite.
 	Replica *replica.Replica
+	// meter feeds the replica series of /metrics (replica_metrics.go);
+	// nil on SQLite.
+	meter *replicaMeter
 
 	// MCP connects sessions to the configured MCP servers (mcp.go).
 	MCP *mcp.Manager
@@ -111,6 +114,7 @@ type App struct {
 	reserved reserved
 
 	stopDemo   func()
+	ownSandbox bool // New made the sandbox: Close removes its cgroups
 	closeOnce  sync.Once
 	closeErr   error
 	advertise  string   // the address registered for this replica (Listen)
@@ -210,6 +214,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Network:        a.Workspaces.Network,
 		// The service is made below; tools run only after it is.
 		WorkspaceGate: func(ctx context.Context, id string) string { return a.Service.WorkspaceGate(ctx, id) },
+		Caps:          a.Workspaces.CapsHook,
 		Attachments:   driverstore.Store{S: a.Store},
 		Leases:        a.driverLeases(),
 		LeaseTTL:      cfg.Replica.LeaseTTL,
@@ -269,6 +274,8 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Replicas:       a.replicaHandler(),
 		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes, Figures: figures, MCP: a.MCP},
 		Metrics:        a.Metrics.Handler(),
+		MetricsToken:   cfg.MetricsToken,
+		Forwards:       a.webForwards(),
 		Draining:       a.Draining,
 	})
 	ok = true
@@ -384,12 +391,22 @@ func (a *App) close(ctx context.Context) error {
 		// Background clones stop; they resume at the next start.
 		errs = append(errs, within(ctx, "stopping workspace clones", noErr(a.Service.Close)))
 	}
+	if a.meter != nil {
+		a.meter.closing.Store(true)
+	}
 	if a.Manager != nil {
 		errs = append(errs, a.Manager.Shutdown(ctx))
 	}
 	if a.MCP != nil {
 		// Sets of agents that never reached the manager.
 		errs = append(errs, within(ctx, "closing MCP connections", noErr(a.MCP.Close)))
+	}
+	if a.ownSandbox {
+		// Tools' processes may still be leaving; what stays is removed
+		// at the next start.
+		if err := a.Sandbox.Close(); err != nil {
+			a.Log.Warn("remove the session cgroups", "err", err)
+		}
 	}
 	errs = append(errs, a.unregister(ctx))
 	if a.idLock != nil {

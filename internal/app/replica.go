@@ -10,6 +10,7 @@ import (
 	"harness/internal/auth"
 	"harness/internal/driver"
 	"harness/internal/driverstore"
+	"harness/internal/metrics"
 	"harness/internal/models"
 	"harness/internal/replica"
 	"harness/internal/service"
@@ -34,6 +35,7 @@ func (a *App) setupLeases() error {
 		return err
 	}
 	a.Leases = l
+	a.meter = newReplicaMeter(a.Metrics)
 	return nil
 }
 
@@ -43,7 +45,7 @@ func (a *App) driverLeases() driver.Leases {
 	if a.Leases == nil {
 		return nil
 	}
-	return driverstore.Leases{L: a.Leases, S: a.Store}
+	return meteredLeases{driverstore.Leases{L: a.Leases, S: a.Store}, a.meter}
 }
 
 // Listen binds the configured address and records the address this
@@ -102,6 +104,9 @@ func (a *App) unregister(ctx context.Context) error {
 func (a *App) onWriteError(id string, err error) {
 	if epoch, ok := driverstore.FencedEpoch(err); ok {
 		a.Log.Warn("session append refused: the lease moved to another replica", "session", id, "err", err)
+		if a.meter != nil {
+			a.meter.m.Fenced()
+		}
 		if a.Manager != nil {
 			a.Manager.LeaseLost(id, epoch)
 		}
@@ -119,7 +124,8 @@ func (a *App) setupReplica() {
 	}
 	a.Replica = replica.New(replica.Deps{
 		Log: a.Log, ID: a.Leases.ID(), Key: a.replicaKey,
-		Bus: a.DB, Store: a.Store, Leases: a.Leases, Manager: takeovers{a.Manager, a.Service}, TTL: a.Leases.TTL(),
+		Bus: meteredBus{a.DB, a.meter}, Store: meteredStore{a.Store, a.meter}, Leases: a.Leases,
+		Manager: takeovers{a.Manager, a.Service, a.Leases, a.meter}, TTL: a.Leases.TTL(),
 		ReloadSettings: a.reloadSettings,
 		RemoteAccess:   a.Auth.PublishRemote,
 	})
@@ -130,15 +136,30 @@ func (a *App) setupReplica() {
 
 // takeovers settles a taken-over session's workspace too: a fork's copy
 // its dead owner left preparing is failed by the replica that holds the
-// lease now (docs/lifecycle.md "Workspaces after a crash").
+// lease now (docs/lifecycle.md "Workspaces after a crash"). It counts and
+// times the takeovers: from the orphaned lease's expiry (the database's
+// clock) to this replica holding the lease.
 type takeovers struct {
 	*driver.Manager
-	svc *service.Service
+	svc    *service.Service
+	leases *models.Leases
+	meter  *replicaMeter
 }
 
 func (t takeovers) TakeOver(ctx context.Context, id string) error {
-	if err := t.Manager.TakeOver(ctx, id); err != nil {
+	lapsed, err := t.leases.Lapsed(ctx, id)
+	if err != nil {
 		return err
+	}
+	detected := time.Now()
+	mark := &takeoverMark{}
+	if err := t.Manager.TakeOver(context.WithValue(ctx, takeoverKey{}, mark), id); err != nil {
+		return err
+	}
+	// Zero when the session was live here already, or a request's load
+	// took the lease first.
+	if !mark.acquired.IsZero() {
+		t.meter.m.TakenOver(lapsed + mark.acquired.Sub(detected))
 	}
 	return t.svc.RepairTakenOver(ctx, id)
 }
@@ -190,11 +211,15 @@ func (a *App) wsRemote() ws.Remote {
 	if a.Replica == nil {
 		return nil
 	}
-	return wsRemote{a.Replica}
+	return wsRemote{a.Replica, a.meter}
 }
 
-// wsRemote adapts the replica's concrete mirror to the hub's interface.
-type wsRemote struct{ r *replica.Replica }
+// wsRemote adapts the replica's concrete mirror to the hub's interface
+// and counts the socket commands it forwards.
+type wsRemote struct {
+	r     *replica.Replica
+	meter *replicaMeter
+}
 
 func (w wsRemote) Follow(ctx context.Context, id string) (ws.Followed, func(), error) {
 	m, release, err := w.r.Follow(ctx, id)
@@ -205,7 +230,13 @@ func (w wsRemote) Follow(ctx context.Context, id string) (ws.Followed, func(), e
 }
 
 func (w wsRemote) Forward(ctx context.Context, id string, a *auth.Actor, req []byte) ([]byte, error) {
-	return w.r.Forward(ctx, id, a, req)
+	out, err := w.r.Forward(ctx, id, a, req)
+	outcome := metrics.ForwardOK
+	if err != nil {
+		outcome = metrics.ForwardFailed
+	}
+	w.meter.m.Forwarded(metrics.ForwardSocket, outcome)
+	return out, err
 }
 
 func (a *App) replicaID() string {

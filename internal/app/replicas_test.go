@@ -184,6 +184,16 @@ func TestReplicaStaleEpochRefused(t *testing.T) {
 		_, ok := a.Manager.Lookup(s.ID)
 		return !ok
 	}, poll.Within(10*time.Second))
+	// A counted the refusal and the lease it lost to it.
+	if v := metricOf(t, a, "harness_fencing_refusals_total"); v < 1 {
+		t.Errorf("A's fencing refusals = %v, want at least 1", v)
+	}
+	if v := metricOf(t, a, `harness_lease_losses_total{reason="fenced"}`); v != 1 {
+		t.Errorf("A's fenced lease losses = %v, want 1", v)
+	}
+	if v := metricOf(t, a, "harness_leases_held"); v != 0 {
+		t.Errorf("A still counts %v leases held", v)
+	}
 
 	evs, err := cb.Events(ctx, s.ID, -1, 0)
 	if err != nil {

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -16,10 +18,15 @@ import (
 // network policy from the session and its model route.
 func (a *App) setupWorkspaces(ctx context.Context, sb *sandbox.Sandbox) error {
 	if sb == nil {
+		cfg := a.Config.Sandbox
+		if cfg.CgroupName == "" {
+			cfg.CgroupName = cgroupName(a.Config.DataDir)
+		}
 		var err error
-		if sb, err = sandbox.New(ctx, a.Log, a.Config.Sandbox); err != nil {
+		if sb, err = sandbox.New(ctx, a.Log, cfg); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
+		a.ownSandbox = true
 	}
 	a.Sandbox = sb
 	var private []string
@@ -48,6 +55,18 @@ func (a *App) setupWorkspaces(ctx context.Context, sb *sandbox.Sandbox) error {
 	}
 	a.Workspaces = ws
 	return nil
+}
+
+// cgroupName names the server's parent cgroup after its data directory:
+// a restart finds (and removes) what the last run left, and two servers
+// with their own data directories never remove each other's.
+func cgroupName(dataDir string) string {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return "harness-" + hex.EncodeToString(sum[:6])
 }
 
 // workspaceRoots are the configured roots, then those added in Settings.

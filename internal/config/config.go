@@ -30,6 +30,10 @@ type Config struct {
 	// AdminPassword bootstraps the first admin when no user exists.
 	// HARNESS_ADMIN_PASSWORD. Never logged.
 	AdminPassword string
+	// MetricsToken lets a scraper read /metrics with "Authorization:
+	// Bearer <token>" and no login (HARNESS_METRICS_TOKEN; at least
+	// MetricsTokenMin characters). Never logged.
+	MetricsToken string
 	// TrustedOrigins are extra origins (scheme://host[:port]) allowed to open
 	// the WebSocket, e.g. a TLS reverse proxy's public name.
 	TrustedOrigins []string
@@ -52,7 +56,7 @@ type Config struct {
 	// Sandbox confines tool processes: HARNESS_SANDBOX (mode),
 	// HARNESS_SANDBOX_USER (uid[:gid] when root), HARNESS_SANDBOX_READONLY
 	// (extra read-only paths, colon-separated), HARNESS_SANDBOX_LIMITS
-	// (cpu=600,mem=4G,procs=512,fsize=2G,files=4096).
+	// (cpu=600,mem=4G,procs=512,fsize=2G,files=4096,disk=10G).
 	Sandbox sandbox.Config
 	// WorkspaceRoots are directories whose subdirectories users may open as
 	// session workspaces (HARNESS_WORKSPACE_ROOTS); admins add more in
@@ -112,6 +116,10 @@ const (
 // before it stops starting turns: a few load balancer health checks.
 const DefaultDrainPeriod = 5 * time.Second
 
+// MetricsTokenMin is the shortest metrics token accepted: it stands
+// alone in front of /metrics, so it must not be guessable.
+const MetricsTokenMin = 16
+
 // Getenv reads one environment variable (os.Getenv in main, a map in tests).
 type Getenv func(string) string
 
@@ -124,6 +132,7 @@ func Load(args []string, getenv Getenv) (Config, error) {
 		DBDSN:           getenv("HARNESS_DB_DSN"),
 		LogFormat:       envOr(getenv, "HARNESS_LOG_FORMAT", "text"),
 		AdminPassword:   getenv("HARNESS_ADMIN_PASSWORD"),
+		MetricsToken:    getenv("HARNESS_METRICS_TOKEN"),
 		ShutdownTimeout: 10 * time.Second,
 		DrainPeriod:     DefaultDrainPeriod,
 		IdleUnload:      10 * time.Minute,
@@ -183,6 +192,10 @@ func Load(args []string, getenv Getenv) (Config, error) {
 	}
 	if err := parseReplica(&c.Replica, getenv); err != nil {
 		sbErrs = append(sbErrs, err)
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < MetricsTokenMin {
+		// Never the token itself in the message.
+		sbErrs = append(sbErrs, fmt.Errorf("HARNESS_METRICS_TOKEN: at least %d characters", MetricsTokenMin))
 	}
 	if err := errors.Join(sbErrs...); err != nil {
 		return Config{}, err
@@ -335,8 +348,9 @@ func parseSandbox(sc *sandbox.Config, getenv Getenv) error {
 	return errors.Join(errs...)
 }
 
-// parseLimits reads "cpu=600,mem=4G,procs=512,fsize=2G,files=4096"; keys
-// left out keep their defaults.
+// parseLimits reads "cpu=600,mem=4G,procs=512,fsize=2G,files=4096,disk=10G";
+// keys left out keep their defaults. mem and procs are per session where
+// cgroups are in force, disk per workspace.
 func parseLimits(s string) (sandbox.Limits, error) {
 	var l sandbox.Limits
 	for _, kv := range splitList(s, ",") {
@@ -359,8 +373,10 @@ func parseLimits(s string) (sandbox.Limits, error) {
 			l.FileSizeBytes = uint64(n)
 		case "files":
 			l.OpenFiles = uint64(n)
+		case "disk":
+			l.DiskBytes = uint64(n)
 		default:
-			return l, fmt.Errorf("unknown limit %q: want cpu, mem, procs, fsize or files", k)
+			return l, fmt.Errorf("unknown limit %q: want cpu, mem, procs, fsize, files or disk", k)
 		}
 	}
 	return l, nil

@@ -96,7 +96,7 @@ func TestLoad(t *testing.T) {
 				"HARNESS_DATA_DIR":         "rel/dir",
 				"HARNESS_SANDBOX":          "landlock",
 				"HARNESS_SANDBOX_READONLY": "/opt/tools:/srv/ref",
-				"HARNESS_SANDBOX_LIMITS":   "cpu=30,mem=1G,procs=64,fsize=10M,files=256",
+				"HARNESS_SANDBOX_LIMITS":   "cpu=30,mem=1G,procs=64,fsize=10M,files=256,disk=5G",
 				"HARNESS_WORKSPACE_ROOTS":  "/srv/projects; /srv/team?users=alice,bob&shared=1",
 				"HARNESS_GIT_HOSTS":        "github.com, git.example.com:8443",
 				"HARNESS_FORK_COPY_MAX":    "256M",
@@ -107,7 +107,7 @@ func TestLoad(t *testing.T) {
 				if c.DataDir != filepath.Join(wd, "rel", "dir") {
 					t.Errorf("data dir %q is not absolute", c.DataDir)
 				}
-				want := sandbox.Limits{CPUSeconds: 30, MemoryBytes: 1 << 30, Processes: 64, FileSizeBytes: 10 << 20, OpenFiles: 256}
+				want := sandbox.Limits{CPUSeconds: 30, MemoryBytes: 1 << 30, Processes: 64, FileSizeBytes: 10 << 20, OpenFiles: 256, DiskBytes: 5 << 30}
 				if c.Sandbox.Mode != sandbox.ModeLandlock || c.Sandbox.Limits != want || strings.Join(c.Sandbox.ReadOnly, " ") != "/opt/tools /srv/ref" {
 					t.Errorf("sandbox %+v", c.Sandbox)
 				}
@@ -148,6 +148,17 @@ func TestLoad(t *testing.T) {
 		{name: "unknown driver", args: []string{"-db-driver", "mysql"}, wantErr: "mysql"},
 		{name: "bad origin", env: map[string]string{"HARNESS_TRUSTED_ORIGINS": "example.com"}, wantErr: "trusted origin"},
 		{name: "bad level", env: map[string]string{"HARNESS_LOG_LEVEL": "loud"}, wantErr: "log level"},
+		{
+			name: "metrics token",
+			env:  map[string]string{"HARNESS_METRICS_TOKEN": "0123456789abcdef"},
+			check: func(t *testing.T, c Config) {
+				if c.MetricsToken != "0123456789abcdef" {
+					t.Fatalf("metrics token not read")
+				}
+			},
+		},
+		// The refusal never repeats the token.
+		{name: "short metrics token", env: map[string]string{"HARNESS_METRICS_TOKEN": "tiny-secret"}, wantErr: "HARNESS_METRICS_TOKEN: at least 16 characters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,6 +167,9 @@ func TestLoad(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want containing %q", err, tt.wantErr)
+				}
+				if tok := tt.env["HARNESS_METRICS_TOKEN"]; tok != "" && strings.Contains(err.Error(), tok) {
+					t.Fatalf("the error repeats the metrics token: %v", err)
 				}
 				return
 			}

@@ -32,10 +32,23 @@ type Leases interface {
 	// other replicas are told to take it at once.
 	Handover(ctx context.Context, sessionID string, epoch int64) error
 	// Lost says the manager stopped the session's agent because the lease
-	// of epoch is gone: nothing it still appends may be stored. It must not
-	// block.
-	Lost(sessionID string, epoch int64)
+	// of epoch is gone (why: metrics): nothing it still appends may be
+	// stored. It must not block.
+	Lost(sessionID string, epoch int64, why LeaseLoss)
 }
+
+// LeaseLoss says why a running agent's lease was lost.
+type LeaseLoss string
+
+// Lease losses.
+const (
+	// LeaseTaken: a renewal found another replica holding the lease.
+	LeaseTaken LeaseLoss = "taken"
+	// LeaseUnrenewed: the lease could not be renewed before it expired.
+	LeaseUnrenewed LeaseLoss = "unrenewed"
+	// LeaseFenced: the database refused an append under the lease's epoch.
+	LeaseFenced LeaseLoss = "fenced"
+)
 
 // DefaultLeaseTTL is how long a lease lasts without renewal; the manager
 // renews at a third of it.
@@ -183,8 +196,8 @@ func (m *Manager) renewLeases(period time.Duration) {
 		m.logger.Warn("renew session leases", "leases", len(held), "err", err)
 	}
 	type loss struct {
-		a      *Agent
-		reason string
+		a   *Agent
+		why LeaseLoss
 	}
 	var lost []loss
 	m.mu.Lock()
@@ -202,14 +215,14 @@ func (m *Manager) renewLeases(period time.Duration) {
 		case err == nil && kept[id]:
 			a.leaseUntil = sent.Add(m.opts.LeaseTTL)
 		case err == nil:
-			lost = append(lost, loss{a, "another replica holds the lease"})
+			lost = append(lost, loss{a, LeaseTaken})
 		case !time.Now().Add(period).Before(a.leaseUntil):
-			lost = append(lost, loss{a, "the lease could not be renewed before it expires"})
+			lost = append(lost, loss{a, LeaseUnrenewed})
 		}
 	}
 	m.mu.Unlock()
 	for _, l := range lost {
-		m.revoke(l.a, l.reason)
+		m.revoke(l.a, l.why)
 	}
 }
 
@@ -223,14 +236,14 @@ func (m *Manager) LeaseLost(id string, epoch int64) {
 	if a == nil || a.epoch != epoch || epoch == 0 {
 		return
 	}
-	go m.revoke(a, "the database refused an append under a stale lease epoch")
+	go m.revoke(a, LeaseFenced)
 }
 
 // revoke stops an agent whose lease is gone, at once and like an unload,
 // but without appending as owner: nothing more it appends is stored, its
 // queue length is not recorded, its running turn is cancelled. The next
 // load of the session (here or on the owner) starts from the stored log.
-func (m *Manager) revoke(a *Agent, reason string) {
+func (m *Manager) revoke(a *Agent, why LeaseLoss) {
 	m.mu.Lock()
 	if m.agents[a.id] != a {
 		m.mu.Unlock()
@@ -239,14 +252,14 @@ func (m *Manager) revoke(a *Agent, reason string) {
 	delete(m.agents, a.id)
 	m.stopping[a.id] = a
 	m.mu.Unlock()
-	m.opts.Leases.Lost(a.id, a.epoch)
+	m.opts.Leases.Lost(a.id, a.epoch, why)
 	m.pendMu.Lock()
 	delete(m.pendDirty, a.id)
 	m.pendMu.Unlock()
 	a.mu.Lock()
 	a.disposed, a.revoked = true, true
 	a.mu.Unlock()
-	m.logger.Warn("session lease lost: its agent stops on this replica", "session", a.id, "epoch", a.epoch, "reason", reason)
+	m.logger.Warn("session lease lost: its agent stops on this replica", "session", a.id, "epoch", a.epoch, "reason", why)
 	a.Cancel(session.CancelCause{Kind: session.CauseDisposed}, true)
 	a.closeSessionTools()
 	m.live.publish(LiveEvent{Kind: LiveUnloaded, Session: a.id})

@@ -89,6 +89,10 @@ type Options struct {
 	// cut short. A step's tool bodies are refused with
 	// CodeWorkspaceNotReady then. nil: always usable.
 	WorkspaceGate func(ctx context.Context, sessionID string) (reason string)
+	// Caps wraps every tool body of a session with its resource caps (the
+	// workspace quota, the memory cap's kills), given the session whose
+	// sandbox it uses (a subagent's parent) and the workspace. nil: none.
+	Caps func(sessionID, workspace string) tools.ExecuteHook
 	// NoApprovals says no approval service exists (nobody can answer, e.g.
 	// an unattended runner): a call that asks is denied as unavailable and
 	// no approval/* event is logged.

@@ -246,6 +246,9 @@ func (a *Agent) runTools(ctx context.Context, turn, step int, calls []llm.Conten
 		Around:      a.m.toolHooks.around(),
 		MaxParallel: a.m.opts.MaxParallelTools,
 	}
+	if caps := a.m.opts.Caps; caps != nil {
+		p.Around = append([]tools.ExecuteHook{caps(a.sandbox, a.workspace)}, p.Around...)
+	}
 	if gate := a.workspaceGate(ctx); gate != nil {
 		p.Around = append([]tools.ExecuteHook{gate}, p.Around...)
 	}

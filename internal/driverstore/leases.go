@@ -49,7 +49,9 @@ func (d Leases) Handover(ctx context.Context, sessionID string, epoch int64) err
 }
 
 // Lost ends the session's term in the writer.
-func (d Leases) Lost(sessionID string, epoch int64) { d.S.Disown(sessionID, epoch) }
+func (d Leases) Lost(sessionID string, epoch int64, _ driver.LeaseLoss) {
+	d.S.Disown(sessionID, epoch)
+}
 
 // FencedEpoch reports whether err is the writer's refusal of appends under
 // a stale lease epoch, and that epoch (for driver.Manager.LeaseLost).

@@ -1,7 +1,8 @@
 // Package metrics exposes Harness's Prometheus metrics: live and running
 // sessions, turns, model requests and failures by code, tool calls by name
 // and outcome, events appended, writer batches, WebSocket connections and
-// send-queue cuts.
+// send-queue cuts; on PostgreSQL replicas also leases, takeovers, forwards,
+// fencing refusals, the notification listener and mirror lag (replica.go).
 package metrics
 
 import (

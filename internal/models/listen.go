@@ -53,6 +53,9 @@ type ListenHandler struct {
 	// Connected runs after every (re)connection, once the channels are
 	// listened to: notifications sent before it may have been missed.
 	Connected func()
+	// Disconnected runs when the connection drops (before the reconnect's
+	// backoff); nil: nothing.
+	Disconnected func(err error)
 }
 
 // Listen listens to the channels until ctx ends, reconnecting with a
@@ -66,6 +69,9 @@ func (db *DB) Listen(ctx context.Context, log *slog.Logger, channels []string, h
 		err := db.listenOnce(ctx, channels, h)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if h.Disconnected != nil {
+			h.Disconnected(err)
 		}
 		log.Warn("notification listener: connection lost; reconnecting", "err", err, "in", backoff)
 		select {

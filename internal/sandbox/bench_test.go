@@ -23,7 +23,7 @@ func BenchmarkCommand(b *testing.B) {
 			name += "+net"
 		}
 		b.Run(name, func(b *testing.B) {
-			sb, err := sandbox.New(b.Context(), nil, sandbox.Config{Mode: tc.mode})
+			sb, err := sandbox.New(b.Context(), nil, sandbox.Config{Mode: tc.mode, NoCgroups: true})
 			if err != nil {
 				b.Skipf("!!! SKIPPING: mode %s: %v !!!", tc.mode, err)
 			}

@@ -25,14 +25,18 @@ const (
 	ModeOff Mode = "off"
 )
 
-// Limits are the resource limits of every sandboxed process (rlimits, per
-// process except Processes). Zero means the default.
+// Limits are the resource limits of sandboxed processes. Memory and
+// Processes are per group (a session) where cgroups are in force, else per
+// process (RLIMIT_DATA) and per sandbox (RLIMIT_NPROC); the others are
+// rlimits of each process. DiskBytes is the workspace quota, which
+// internal/workspace enforces. Zero means the default.
 type Limits struct {
 	CPUSeconds    uint64 `json:"cpuSeconds"`    // RLIMIT_CPU
-	MemoryBytes   uint64 `json:"memoryBytes"`   // RLIMIT_DATA (heap and private writable mappings)
-	Processes     uint64 `json:"processes"`     // RLIMIT_NPROC (per sandbox under bubblewrap)
+	MemoryBytes   uint64 `json:"memoryBytes"`   // cgroup memory (+swap), else RLIMIT_DATA
+	Processes     uint64 `json:"processes"`     // cgroup pids, and RLIMIT_NPROC per sandbox
 	FileSizeBytes uint64 `json:"fileSizeBytes"` // RLIMIT_FSIZE
 	OpenFiles     uint64 `json:"openFiles"`     // RLIMIT_NOFILE
+	DiskBytes     uint64 `json:"diskBytes"`     // per workspace
 }
 
 // Default limits. CPU matches the bash tool's longest timeout; data size is
@@ -44,6 +48,7 @@ const (
 	DefaultProcesses     = 512
 	DefaultFileSizeBytes = 2 << 30
 	DefaultOpenFiles     = 4096
+	DefaultDiskBytes     = 10 << 30
 )
 
 func (l Limits) withDefaults() Limits {
@@ -57,6 +62,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.Processes, DefaultProcesses)
 	def(&l.FileSizeBytes, DefaultFileSizeBytes)
 	def(&l.OpenFiles, DefaultOpenFiles)
+	def(&l.DiskBytes, DefaultDiskBytes)
 	return l
 }
 
@@ -76,6 +82,15 @@ type Config struct {
 	// identity: tools run as its own user, confined by the mechanisms.
 	UID, GID int
 	Limits   Limits
+	// CgroupName names the server's parent cgroup, created below the
+	// server's own cgroup (default "harness"); each group's (session's)
+	// cgroup is its child. Servers sharing a host and a cgroup need
+	// different names: each removes its parent's stale children at start.
+	CgroupName string
+	// NoCgroups leaves cgroups alone (memory and processes are capped by
+	// rlimits only): for the sandbox tests share per binary, which no one
+	// closes.
+	NoCgroups bool
 }
 
 // ParseMode reads HARNESS_SANDBOX.
@@ -121,6 +136,9 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	c.Limits = c.Limits.withDefaults()
+	if c.CgroupName == "" {
+		c.CgroupName = "harness"
+	}
 	return c
 }
 
@@ -138,6 +156,9 @@ func (c Config) Validate() error {
 	}
 	if os.Geteuid() != 0 && c.UID != 0 && (c.UID != os.Getuid() || c.GID != os.Getgid()) {
 		errs = append(errs, fmt.Errorf("the sandbox user %d:%d needs a server running as root (it runs as %d)", c.UID, c.GID, os.Getuid()))
+	}
+	if c.CgroupName != "" && !groupPattern.MatchString(c.CgroupName) {
+		errs = append(errs, fmt.Errorf("sandbox cgroup name %q: want letters, digits, - and _", c.CgroupName))
 	}
 	for _, p := range c.ReadOnly {
 		if !filepath.IsAbs(p) {

@@ -29,6 +29,12 @@
 // As root, bwrap runs in a user namespace that maps only root and that uid,
 // so process counts are per sandbox rather than shared by every session.
 //
+// A process may name a group (a session): where the server can manage
+// cgroups (root, cgroup v1 memory, pids and cpu hierarchies), the group's
+// processes share one cgroup, made through github.com/containerd/cgroups,
+// capping their memory, tasks and CPU weight together (cgroup.go); the
+// helper joins it before anything else runs.
+//
 // Any binary that links this package can act as the helper (see init in
 // helper.go): the server and its test binaries re-execute themselves, so the
 // helper is always the same build as the server that configured it.

@@ -46,6 +46,10 @@ type helperSpec struct {
 	DeathSignal bool     `json:"deathSignal,omitempty"`
 	Path        string   `json:"path"`
 	Args        []string `json:"args"` // argv, including argv[0]
+
+	// CgroupFDs are inherited cgroup.procs files of the command's group:
+	// the helper joins them first, so everything it runs is capped.
+	CgroupFDs []int `json:"cgroupFds,omitempty"`
 }
 
 func encodeSpec(s helperSpec) (string, error) {
@@ -69,9 +73,10 @@ func init() {
 }
 
 // helperMain applies the spec and execs the program; it returns only on
-// failure. Order matters: chdir and Landlock rules are set up while the
-// helper may still read everything (it can be root), limits are lowered,
-// and the identity is dropped last, before exec.
+// failure. Order matters: the helper joins its group's cgroups before
+// anything else, so all it starts is counted there; chdir and Landlock
+// rules are set up while the helper may still read everything (it can be
+// root), limits are lowered, and the identity is dropped last, before exec.
 func helperMain(encoded string) int {
 	fail := func(code int, format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "harness sandbox: "+format+"\n", args...)
@@ -84,6 +89,9 @@ func helperMain(encoded string) int {
 	var s helperSpec
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return fail(exitSetup, "bad spec: %v", err)
+	}
+	if err := joinCgroups(s.CgroupFDs); err != nil {
+		return fail(exitSetup, "cgroups: %v", err)
 	}
 	parent := os.Getppid()
 	if s.Dir != "" {

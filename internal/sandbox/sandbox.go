@@ -44,6 +44,11 @@ type Status struct {
 	ReadOnly     []string `json:"readOnly"`
 	// Problem says why tool processes are refused (when not Active).
 	Problem string `json:"problem,omitempty"`
+	// Cgroups is the mechanism that caps each session's processes
+	// together (memory, processes, CPU weight); CgroupProblem says why
+	// none is in force (then memory and processes are per-process rlimits).
+	Cgroups       CgroupMode `json:"cgroups"`
+	CgroupProblem string     `json:"cgroupProblem,omitempty"`
 }
 
 // Summary is one line for logs and pages.
@@ -67,8 +72,9 @@ type Sandbox struct {
 	// are read only after it.
 	ready  chan struct{}
 	status Status
-	bwrap  string // bubblewrap binary when namespaces are in force
-	exe    string // the helper: this binary
+	bwrap  string      // bubblewrap binary when namespaces are in force
+	exe    string      // the helper: this binary
+	caps   *cgroupCaps // nil where cgroups are not in force
 }
 
 // New checks the configuration and probes the mechanisms it asks for with
@@ -109,6 +115,7 @@ func (s *Sandbox) probe(ctx context.Context, log *slog.Logger) error {
 	cfg := s.cfg
 	if cfg.Mode == ModeOff {
 		s.status.Active = true
+		s.status.CgroupProblem = "the sandbox is off, and with it the session caps"
 		log.Warn("sandbox is OFF: tool processes can reach everything the server can", "sandbox", s.status.Summary())
 		return nil
 	}
@@ -149,7 +156,57 @@ func (s *Sandbox) probe(ctx context.Context, log *slog.Logger) error {
 	}
 	s.status.Active, s.status.Confined = true, true
 	log.Info("sandbox ready", "sandbox", s.status.Summary())
+	s.setupCgroups(log)
 	return nil
+}
+
+// setupCgroups puts the session caps in force where cgroups can be made;
+// elsewhere the log and Status say why, and tools run with rlimits alone.
+func (s *Sandbox) setupCgroups(log *slog.Logger) {
+	if s.cfg.NoCgroups {
+		s.status.CgroupProblem = "turned off in the configuration"
+		return
+	}
+	caps, left, err := newCgroupCaps(s.cfg.CgroupName, s.cfg.Limits)
+	if err != nil {
+		s.status.CgroupProblem = err.Error()
+		log.Warn("cgroups are not used: memory and process limits are per process, not per session", "reason", err)
+		return
+	}
+	if len(left) > 0 {
+		log.Warn("stale session cgroups still have processes", "cgroups", left)
+	}
+	s.caps, s.status.Cgroups = caps, CgroupV1
+	log.Info("session caps in force", "cgroups", caps.name, "memory", s.cfg.Limits.MemoryBytes, "processes", s.cfg.Limits.Processes)
+}
+
+// OOMKills is how many processes of group the kernel killed because the
+// group reached its memory cap (0 without cgroups).
+func (s *Sandbox) OOMKills(group string) uint64 {
+	<-s.ready
+	if s.caps == nil {
+		return 0
+	}
+	return s.caps.oomKills(group)
+}
+
+// RemoveGroup removes group's cgroup (a deleted session's); it fails while
+// processes of the group still run.
+func (s *Sandbox) RemoveGroup(group string) error {
+	<-s.ready
+	if s.caps == nil {
+		return nil
+	}
+	return s.caps.remove(group)
+}
+
+// Close removes the cgroups this sandbox made. Commands must have ended.
+func (s *Sandbox) Close() error {
+	<-s.ready
+	if s.caps == nil {
+		return nil
+	}
+	return s.caps.close()
 }
 
 // tryBwrap finds bubblewrap and keeps it when a confined self-test passes.
@@ -193,6 +250,9 @@ func (s *Sandbox) Known() (st Status, ok bool) {
 		return Status{}, false
 	}
 }
+
+// Limits are the configured limits (defaults filled in).
+func (s *Sandbox) Limits() Limits { return s.cfg.Limits }
 
 // Identity is the uid and gid tools run as.
 func (s *Sandbox) Identity() (uid, gid int) { return s.cfg.UID, s.cfg.GID }
@@ -241,6 +301,15 @@ type Process struct {
 	// configured one (the owner of an existing project directory); 0
 	// keeps the configured identity. Only a server running as root can.
 	UID, GID int
+	// Group names the group (a session id) whose caps the process shares
+	// where cgroups are in force; empty: none but the rlimits.
+	Group string
+	// MaxFileSize lowers RLIMIT_FSIZE below the configured limit for this
+	// process (the workspace quota left); 0 keeps the limit.
+	MaxFileSize uint64
+
+	// join are the group's cgroup.procs files (set by command).
+	join []*os.File
 }
 
 // Command builds the command that runs p confined. The caller sets its
@@ -268,10 +337,24 @@ func (s *Sandbox) command(p Process) (*exec.Cmd, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		return cmd, nil
 	}
-	if s.status.Bwrap {
-		return s.bwrapCommand(p)
+	if p.Group != "" && s.caps != nil {
+		g, err := s.caps.procsFiles(p.Group)
+		if err != nil {
+			return nil, err
+		}
+		p.join = g.procs
 	}
-	return s.landlockCommand(p)
+	build := s.landlockCommand
+	if s.status.Bwrap {
+		build = s.bwrapCommand
+	}
+	cmd, err := build(p)
+	if err != nil {
+		return nil, err
+	}
+	// The helper finds them at fds 3, 4, … (baseSpec's CgroupFDs).
+	cmd.ExtraFiles = append(p.join, cmd.ExtraFiles...)
+	return cmd, nil
 }
 
 // checkProcess resolves the program and checks the paths.
@@ -376,7 +459,7 @@ func (s *Sandbox) identity(p Process) (uid, gid int) {
 // baseSpec is the part of the helper spec common to both modes.
 func (s *Sandbox) baseSpec(p Process) helperSpec {
 	uid, gid := s.identity(p)
-	return helperSpec{
+	spec := helperSpec{
 		RO:  slices.Clone(s.status.ReadOnly),
 		Dir: p.Dir,
 		UID: uid, GID: gid,
@@ -384,6 +467,18 @@ func (s *Sandbox) baseSpec(p Process) helperSpec {
 		Path:   p.Path,
 		Args:   append([]string{filepath.Base(p.Path)}, p.Args...),
 	}
+	if p.MaxFileSize > 0 && p.MaxFileSize < spec.Limits.FileSizeBytes {
+		spec.Limits.FileSizeBytes = p.MaxFileSize
+	}
+	for i := range p.join {
+		spec.CgroupFDs = append(spec.CgroupFDs, 3+i)
+	}
+	if len(p.join) > 0 {
+		// The group's memory cap counts what is really used; RLIMIT_DATA
+		// would count reservations, per process, on top of it.
+		spec.Limits.MemoryBytes = 0
+	}
+	return spec
 }
 
 // withHome sets HOME and TMPDIR to the process's private directory.

@@ -49,6 +49,8 @@ type SandboxSettings struct {
 	ConfigFetchHosts []string `json:"configFetchHosts"`
 	// ForkCopyMax is the fork copy cap in bytes.
 	ForkCopyMax int64 `json:"forkCopyMax"`
+	// Disk is the workspace quota and what enforces it.
+	Disk workspace.DiskStatus `json:"disk"`
 }
 
 // requireAdmin refuses everyone but admins.
@@ -68,7 +70,7 @@ func (s *Service) SandboxSettings(ctx context.Context, a *auth.Actor) (SandboxSe
 	if err := s.requireUser(a); err != nil {
 		return SandboxSettings{}, err
 	}
-	out := SandboxSettings{Sandbox: s.SandboxStatus(), RouteNetwork: map[string]bool{}, ForkCopyMax: s.ws.ForkCopyMax()}
+	out := SandboxSettings{Sandbox: s.SandboxStatus(), RouteNetwork: map[string]bool{}, ForkCopyMax: s.ws.ForkCopyMax(), Disk: s.ws.Disk()}
 	if !a.IsAdmin() {
 		roots, err := s.WorkspaceRoots(ctx, a)
 		out.Roots = roots

@@ -301,7 +301,8 @@ func (s *Stack) start() {
 	mopts := driver.Options{Providers: s.Providers, Tools: s.Tools, VerifyRequests: s.opts.VerifyRequests, Confiner: s.Workspaces, Network: s.Workspaces.Network,
 		Attachments: driverstore.Store{S: s.Store},
 		// As the app wires it; the service is made below.
-		WorkspaceGate: func(ctx context.Context, id string) string { return s.Service.WorkspaceGate(ctx, id) }}
+		WorkspaceGate: func(ctx context.Context, id string) string { return s.Service.WorkspaceGate(ctx, id) },
+		Caps:          s.Workspaces.CapsHook}
 	if s.opts.Subagents {
 		mopts.Children = driverstore.Store{S: s.Store}
 	}

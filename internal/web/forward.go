@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"harness/internal/metrics"
 	"harness/internal/service"
 )
 
@@ -25,6 +26,14 @@ func readTransport() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.ResponseHeaderTimeout = readForwardWait
 	return t
+}
+
+// ForwardCounter counts the requests forwarded to a session's owner, by
+// kind (metrics.ForwardCommand, metrics.ForwardRead) and outcome
+// (metrics.ForwardOK: the owner answered, whatever its status;
+// metrics.ForwardFailed).
+type ForwardCounter interface {
+	Forwarded(kind, outcome string)
 }
 
 // headerForwarded marks a request one replica forwarded to another: the
@@ -89,6 +98,7 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 		mine := h.Clone()
 		clear(h)
 		proxy.ServeHTTP(c.Response(), out)
+		s.countForward(read, failed)
 		if !failed {
 			return nil
 		}
@@ -99,4 +109,18 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return err
 	}
+}
+
+func (s *Server) countForward(read, failed bool) {
+	if s.forwards == nil {
+		return
+	}
+	kind, outcome := metrics.ForwardCommand, metrics.ForwardOK
+	if read {
+		kind = metrics.ForwardRead
+	}
+	if failed {
+		outcome = metrics.ForwardFailed
+	}
+	s.forwards.Forwarded(kind, outcome)
 }

@@ -19,7 +19,8 @@ func rebound(host string) func(t *testing.T, env *scenarioEnv, req *http.Request
 
 // /metrics skips authentication only for a loopback client that also
 // names this machine in Host; any other Host needs an admin (DNS
-// rebinding).
+// rebinding). The rows send no Accept: an anonymous client is told 401
+// (a browser's page load is sent to log in: ops_scenario_test.go).
 func TestMetricsLoopbackNeedsLoopbackHost(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,7 +35,7 @@ func TestMetricsLoopbackNeedsLoopbackHost(t *testing.T) {
 	}
 	for _, host := range []string{"evil.example:8080", "evil.example", "localhost.evil.example", "127.0.0.1.nip.io:8080", "10.0.0.1"} {
 		rows = append(rows, scenarioRow{Name: "GET /metrics, Host " + host, Method: http.MethodGet, Path: "/metrics",
-			Send: rebound(host), Want: expect(303, only(200, actorAdmin), only(403, users...))})
+			Send: rebound(host), Want: expect(401, only(200, actorAdmin), only(403, users...))})
 	}
 	runScenarios(t, env, rows)
 }

@@ -2,6 +2,8 @@ package web
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
 	"net"
@@ -11,13 +13,15 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"harness/internal/service"
 )
 
-// opsRoutes serves /metrics (admins, or a direct loopback client such as a
-// local Prometheus) and pprof (admins only).
+// opsRoutes serves /metrics (the metrics token, a direct loopback client
+// such as a local Prometheus, or an admin) and pprof (admins only).
 func (s *Server) opsRoutes() {
 	if s.metrics != nil {
-		s.e.GET("/metrics", echo.WrapHandler(s.metrics), s.requireAdminOrLocal)
+		s.e.GET("/metrics", echo.WrapHandler(s.metrics), s.requireMetricsAccess)
 	}
 	g := s.e.Group("/debug/pprof", s.RequireAdmin)
 	g.GET("/", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
@@ -31,20 +35,45 @@ func (s *Server) opsRoutes() {
 	})
 }
 
-// requireAdminOrLocal lets a direct loopback client through; anyone else
-// must be an admin. A request that came through a proxy (forwarding
-// headers) is not local even when the proxy is, nor is one whose Host is
-// not a loopback name: a web page whose DNS name was rebound to 127.0.0.1
-// reaches the port from this machine's browser, but with its own name as
-// Host.
-func (s *Server) requireAdminOrLocal(next echo.HandlerFunc) echo.HandlerFunc {
+// requireMetricsAccess lets through a request bearing the metrics token
+// (HARNESS_METRICS_TOKEN; any other bearer: 401) and a direct loopback
+// client; anyone else must be an admin. A request that came through a
+// proxy (forwarding headers) is not local even when the proxy is, nor is
+// one whose Host is not a loopback name: a web page whose DNS name was
+// rebound to 127.0.0.1 reaches the port from this machine's browser, but
+// with its own name as Host. An anonymous client that is not a browser (a
+// remote scraper) gets 401, not the login page.
+func (s *Server) requireMetricsAccess(next echo.HandlerFunc) echo.HandlerFunc {
 	admin := s.RequireAdmin(next)
 	return func(c echo.Context) error {
-		if directLoopback(c.Request()) {
+		r := c.Request()
+		if tok, ok := bearerToken(r); ok {
+			if !s.metricsTokenIs(tok) {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				return service.NewError(service.CodeUnauthorized, "metrics token is not valid")
+			}
 			return next(c)
+		}
+		if directLoopback(r) {
+			return next(c)
+		}
+		if ActorFrom(c) == nil && !strings.Contains(r.Header.Get("Accept"), "text/html") {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			return service.NewError(service.CodeUnauthorized, "authentication required")
 		}
 		return admin(c)
 	}
+}
+
+// metricsTokenIs compares tok with the metrics token in constant time
+// (their hashes: the time depends on neither length); false when no token
+// is configured.
+func (s *Server) metricsTokenIs(tok string) bool {
+	if s.metricsToken == nil {
+		return false
+	}
+	sum := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(sum[:], s.metricsToken) == 1
 }
 
 // directLoopback: the TCP peer is loopback and sent no forwarding header.

@@ -22,6 +22,12 @@ func viaProxy(t *testing.T, env *scenarioEnv, req *http.Request) (int, string) {
 	return res.StatusCode, body
 }
 
+// browserViaProxy is viaProxy with a browser's Accept header.
+func browserViaProxy(t *testing.T, env *scenarioEnv, req *http.Request) (int, string) {
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	return viaProxy(t, env, req)
+}
+
 func TestOpsScenarios(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -32,8 +38,11 @@ func TestOpsScenarios(t *testing.T) {
 	runScenarios(t, env, []scenarioRow{
 		// A local Prometheus scrapes without an account.
 		{Name: "GET /metrics from loopback", Method: http.MethodGet, Path: "/metrics", Send: direct, Want: expect(200)},
-		// Through a proxy only admins may.
+		// Through a proxy only admins may; an anonymous scraper (no
+		// text/html in Accept) is told 401, a browser is sent to log in.
 		{Name: "GET /metrics via proxy", Method: http.MethodGet, Path: "/metrics", Send: viaProxy,
+			Want: expect(401, only(200, actorAdmin), only(403, users...))},
+		{Name: "GET /metrics via proxy from a browser", Method: http.MethodGet, Path: "/metrics", Send: browserViaProxy,
 			Want: expect(303, only(200, actorAdmin), only(403, users...))},
 		{Name: "GET /debug/pprof/", Method: http.MethodGet, Path: "/debug/pprof/",
 			Want: expect(303, only(200, actorAdmin), only(403, users...))},

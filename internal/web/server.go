@@ -4,6 +4,7 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -46,6 +47,13 @@ type Deps struct {
 	UI *UIDeps
 	// Metrics serves /metrics (Prometheus); nil serves none.
 	Metrics http.Handler
+	// MetricsToken lets a scraper read /metrics with "Authorization:
+	// Bearer <token>" and no session (HARNESS_METRICS_TOKEN); "" lets
+	// none. A secret: compared in constant time, never logged.
+	MetricsToken string
+	// Forwards counts the requests forwarded to a session's owner
+	// (forward.go); nil counts none.
+	Forwards ForwardCounter
 	// ReplicaID is this replica's id when several share a PostgreSQL
 	// database: REST commands for sessions another replica owns are
 	// forwarded there (forward.go). "" when this process owns every
@@ -73,8 +81,12 @@ type Server struct {
 	ws       http.Handler
 	ui       *UIDeps
 	metrics  http.Handler
+	// metricsToken is the SHA-256 of Deps.MetricsToken (nil: none), so
+	// the comparison's time depends on neither token's length.
+	metricsToken []byte
 
 	replicaID string
+	forwards  ForwardCounter
 	// readOwner carries the reads forwarded to a session's owner
 	// (forward.go).
 	readOwner http.RoundTripper
@@ -85,7 +97,11 @@ func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID, readOwner: readTransport(), draining: d.Draining}
+	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID, readOwner: readTransport(), forwards: d.Forwards, draining: d.Draining}
+	if d.MetricsToken != "" {
+		sum := sha256.Sum256([]byte(d.MetricsToken))
+		s.metricsToken = sum[:]
+	}
 	e.HTTPErrorHandler = s.handleError
 	// First: everything after them asks who the client is, and may read
 	// the body.

@@ -24,14 +24,21 @@ func (s *Server) sandboxView(c echo.Context) (templates.SandboxView, error) {
 		Summary: sb.Summary(), Active: sb.Active, Confined: sb.Confined, Landlock: sb.Landlock,
 		Bwrap: sb.Bwrap, BwrapVersion: sb.BwrapVersion, BwrapProblem: sb.BwrapProblem, Problem: sb.Problem,
 		Identity: fmt.Sprintf("%d:%d", sb.UID, sb.GID),
-		Limits: fmt.Sprintf("%d s CPU, %s data, %d processes, %s per file, %d open files",
-			sb.Limits.CPUSeconds, size(int64(sb.Limits.MemoryBytes)), sb.Limits.Processes, size(int64(sb.Limits.FileSizeBytes)), sb.Limits.OpenFiles),
+		Limits: fmt.Sprintf("per process: %d s CPU, %s per file, %d open files",
+			sb.Limits.CPUSeconds, size(int64(sb.Limits.FileSizeBytes)), sb.Limits.OpenFiles),
+		Caps: fmt.Sprintf("cgroups %s — in force: %s memory, %d tasks per session, an equal CPU weight",
+			sb.Cgroups, size(int64(sb.Limits.MemoryBytes)), sb.Limits.Processes),
+		Disk:             fmt.Sprintf("%s per workspace, %s: %s", size(st.Disk.QuotaBytes), st.Disk.Mechanism, st.Disk.Why),
 		ReadOnly:         strings.Join(sb.ReadOnly, " "),
 		GitHosts:         strings.Join(st.GitHosts, "\n"),
 		ConfigGitHosts:   st.ConfigGitHosts,
 		FetchHosts:       strings.Join(st.FetchHosts, "\n"),
 		ConfigFetchHosts: st.ConfigFetchHosts,
 		ForkCopyMax:      "up to " + size(st.ForkCopyMax),
+	}
+	if sb.Cgroups == "" {
+		v.Caps = fmt.Sprintf("not used: %s — %s data per process, %d processes per command instead",
+			sb.CgroupProblem, size(int64(sb.Limits.MemoryBytes)), sb.Limits.Processes)
 	}
 	if st.ForkCopyMax <= 0 {
 		v.ForkCopyMax = "never (HARNESS_FORK_COPY_MAX=0)"

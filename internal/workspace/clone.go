@@ -161,6 +161,8 @@ func (m *Manager) Clone(ctx context.Context, id, dst string, src CloneSource, pr
 		Path: "git", Args: args, Workspace: dst, Scratch: scratch, ReadOnly: ro,
 		Egress: egress, UID: uid, GID: gid,
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false"},
+		// Under the session's caps; no file past the workspace quota.
+		Group: id, MaxFileSize: uint64(m.quota()),
 	})
 	if err != nil {
 		return CloneResult{}, err

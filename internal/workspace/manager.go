@@ -82,6 +82,8 @@ type Manager struct {
 	d       Deps
 	fresh   string // <data>/workspaces
 	scratch string // <data>/scratch
+	meter   *meter // each session's disk use
+	disk    DiskStatus
 }
 
 // New prepares the directories the manager owns.
@@ -110,7 +112,7 @@ func New(d Deps) (*Manager, error) {
 	if d.FetchHosts == nil {
 		d.FetchHosts = func(context.Context) ([]string, error) { return nil, nil }
 	}
-	m := &Manager{d: d, fresh: filepath.Join(d.DataDir, "workspaces"), scratch: filepath.Join(d.DataDir, "scratch")}
+	m := &Manager{d: d, fresh: filepath.Join(d.DataDir, "workspaces"), scratch: filepath.Join(d.DataDir, "scratch"), meter: newMeter()}
 	// Both parents are traversable but not listable: a session's own
 	// directories are reached by their paths (bind mounts under
 	// bubblewrap, plain paths under Landlock alone); nobody lists the
@@ -123,8 +125,13 @@ func New(d Deps) (*Manager, error) {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
 	}
+	m.disk = diskStatus(m.quota(), m.fresh)
+	d.Log.Info("workspace quota", "quota", sizeText(m.disk.QuotaBytes), "mechanism", m.disk.Mechanism, "why", m.disk.Why)
 	return m, nil
 }
+
+// Disk is the workspace quota and what enforces it.
+func (m *Manager) Disk() DiskStatus { return m.disk }
 
 // Sandbox is the sandbox in use.
 func (m *Manager) Sandbox() *sandbox.Sandbox { return m.d.Sandbox }
@@ -171,13 +178,17 @@ func (m *Manager) CreateFresh(id string) (string, error) {
 }
 
 // Remove deletes what Harness made for session id: its scratch directory,
-// and its workspace when Harness created it (a directory under the fresh
-// root). An existing directory opened from a root is left alone.
+// its cgroup, and its workspace when Harness created it (a directory under
+// the fresh root). An existing directory opened from a root is left alone.
 func (m *Manager) Remove(id, workspace string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
+	m.meter.forget(id)
 	var errs []error
+	if err := m.d.Sandbox.RemoveGroup(id); err != nil {
+		errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
+	}
 	if err := os.RemoveAll(filepath.Join(m.scratch, id)); err != nil {
 		errs = append(errs, fmt.Errorf("remove scratch: %w", err))
 	}
@@ -247,8 +258,9 @@ func (m *Manager) Network(ctx context.Context, sessionID string) bool {
 }
 
 // Command confines a tool process of session sessionID to its workspace,
-// scratch directory, identity and network policy. It implements the
-// driver's Confiner.
+// scratch directory, identity and network policy, in the session's cgroup
+// (its caps), unable to write a file past the quota left. It implements
+// the driver's Confiner.
 func (m *Manager) Command(ctx context.Context, sessionID, workspace string, p tools.Process) (*exec.Cmd, error) {
 	uid, gid := identity(workspace)
 	if uid != 0 && gid == 0 {
@@ -270,6 +282,7 @@ func (m *Manager) Command(ctx context.Context, sessionID, workspace string, p to
 		ReadOnly: p.ReadOnly,
 		Scratch:  scratch, Egress: egress,
 		UID: uid, GID: gid,
+		Group: sessionID, MaxFileSize: m.fileSizeCap(sessionID),
 	})
 }
 

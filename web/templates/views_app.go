@@ -274,9 +274,13 @@ type SandboxView struct {
 	BwrapProblem string
 	Identity     string // uid:gid tools run as
 	Limits       string
-	ReadOnly     string
-	Problem      string
-	Roots        []RootView
+	// Caps says what caps a session's processes together (cgroups, or
+	// why not); Disk the workspace quota and its mechanism.
+	Caps     string
+	Disk     string
+	ReadOnly string
+	Problem  string
+	Roots    []RootView
 	// GitHosts are the hosts allowed in Settings (one per line);
 	// ConfigGitHosts those from HARNESS_GIT_HOSTS.
 	GitHosts       string
