@@ -357,6 +357,11 @@ func (r *Replica) takeAll(ctx context.Context, ids []string) {
 		if r.draining.Load() {
 			return
 		}
+		if _, live := r.d.Manager.Lookup(id); live {
+			// Ours already (its lease names this replica: resumed at
+			// start, or a request loaded it): nothing to take or repair.
+			continue
+		}
 		err := r.d.Manager.TakeOver(ctx, id)
 		switch {
 		case err == nil, errors.Is(err, driver.ErrNotOwner), errors.Is(err, models.ErrNotFound), errors.Is(err, driver.ErrDisposed):
