@@ -320,10 +320,10 @@ func cookieNamed(cs []*http.Cookie, name string) *http.Cookie {
 // same browser talking to a replica directly, claiming https and another
 // address in the headers, gets no Secure cookie and is logged as itself.
 // nginx answers 404 for /internal/ and sends plain HTTP to HTTPS. Failed
-// logins through nginx count against the browser's address: after
-// 127.0.0.3 is refused by every replica, 127.0.0.4 still signs in
-// through the same nginx, and no replica logged nginx's address for a
-// login.
+// logins through nginx count against the browser's address, whatever
+// X-Forwarded-For it sends: after 127.0.0.3 is refused by every replica,
+// 127.0.0.4 still signs in through the same nginx, and no replica logged
+// nginx's address, or a spoofed one, for a login.
 func TestNginxInFrontOfReplicas(t *testing.T) {
 	bin := requireNginx(t)
 	if os.Getenv(pgDSNEnv) == "" {
@@ -428,11 +428,14 @@ func TestNginxInFrontOfReplicas(t *testing.T) {
 
 	// Login limits through nginx count the browser's address: 127.0.0.3
 	// fails until refused (each replica keeps its own counts, so by then
-	// every replica refuses it: round robin, one worker)...
+	// every replica refuses it: round robin, one worker), though it
+	// names another address in X-Forwarded-For each time, which nginx
+	// passes on to the left of the real one...
 	guesser := browserFrom("127.0.0.3", ng.Roots, false)
 	refused := false
-	for range 30 {
-		st, _ := tryLogin(t, guesser, ng.HTTPS, "replica", "wrong", nil)
+	for i := range 30 {
+		spoof := http.Header{"X-Forwarded-For": {fmt.Sprintf("192.0.2.%d", i+1)}}
+		st, _ := tryLogin(t, guesser, ng.HTTPS, "replica", "wrong", spoof)
 		if st == http.StatusTooManyRequests {
 			refused = true
 			break
@@ -470,7 +473,7 @@ func TestNginxInFrontOfReplicas(t *testing.T) {
 			if strings.Contains(line, "login") && strings.Contains(line, "addr=127.0.0.1") {
 				t.Errorf("replica %d logged nginx's address for a login: %s", i, line)
 			}
-			if strings.Contains(line, "198.51.100.7") {
+			if strings.Contains(line, "198.51.100.7") || strings.Contains(line, "192.0.2.") {
 				t.Errorf("replica %d believed a direct client's X-Forwarded-For: %s", i, line)
 			}
 		}
