@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(holdWriteLock(db))
 	}
 	if os.Getenv("HARNESS_TEST_SERVE") == "1" {
+		execWrapped() // HARNESS_TEST_WRAP: the server under a wrapper (unit_proc_test.go)
 		var args []string
 		if i := slices.Index(os.Args, "--"); i >= 0 {
 			args = os.Args[i+1:]

@@ -2,6 +2,8 @@ package models
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -56,8 +58,35 @@ func openPostgres(ctx context.Context, log *slog.Logger, cfg Config) (_ *DB, err
 	if err := pool.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&db.schema); err != nil {
 		return nil, wrap(err)
 	}
-	if err := migrate(ctx, db); err != nil {
+	if err := migrateLocked(ctx, pool, db); err != nil {
 		return nil, wrap(err)
 	}
 	return db, nil
+}
+
+// migrateLocked runs migrate holding a PostgreSQL advisory lock named
+// after the schema. Replicas that start together on a new or older
+// database (a compose up, a rolling upgrade) would otherwise run the same
+// DDL at once, and all but one fail ("duplicate key value ... pg_type");
+// with the lock they migrate one at a time and the later ones find the
+// schema current. The lock is the session's: it is released when the
+// connection holding it closes, so a process dying mid-migration frees it.
+func migrateLocked(ctx context.Context, pool *sql.DB, db *DB) error {
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.Close()
+	key := "harness migrate " + db.schema
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext($1))`, key); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer func() {
+		// A failed unlock: the connection is discarded (ErrBadConn from
+		// Raw), not pooled, so closing it releases the lock.
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, key); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return migrate(ctx, db)
 }
