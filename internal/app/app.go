@@ -218,6 +218,8 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Attachments:   driverstore.Store{S: a.Store},
 		Leases:        a.driverLeases(),
 		LeaseTTL:      cfg.Replica.LeaseTTL,
+		Heartbeat:     cfg.Replica.Heartbeat,
+		StaleAfter:    cfg.Replica.StaleAfter,
 		Children:      driverstore.Store{S: a.Store},
 		// A fork's copy a dead replica left preparing is failed by the
 		// next holder of its lease (docs/lifecycle.md "Workspaces after a
