@@ -259,7 +259,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	}
 	a.setupReplica()
 	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: projections, Access: a.Auth,
-		Remote: a.wsRemote(), StoredHead: a.storedHead(), Options: wsOptions(opts.WS, cfg.ClientLimits)})
+		Remote: a.wsRemote(), TakeoverWait: cfg.Replica.LeaseTTL, StoredHead: a.storedHead(), Options: wsOptions(opts.WS, cfg.ClientLimits)})
 	if a.Replica != nil {
 		a.Replica.SetExecutor(a.Hub.ExecuteForwarded)
 		a.storedTo.Store(a.Hub)
@@ -273,6 +273,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Service:        a.Service,
 		WS:             a.Hub,
 		ReplicaID:      a.replicaID(),
+		TakeoverWait:   cfg.Replica.LeaseTTL,
 		Replicas:       a.replicaHandler(),
 		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes, Figures: figures, MCP: a.MCP},
 		Metrics:        a.Metrics.Handler(),

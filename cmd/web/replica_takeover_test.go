@@ -1,0 +1,188 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"harness/client"
+	"harness/internal/testkit"
+	"harness/internal/testkit/poll"
+)
+
+// takeoverSessions is how many sessions the killed owner runs
+// (HARNESS_TEST_TAKEOVER_SESSIONS measures more: docs/performance.md).
+func takeoverSessions(t *testing.T) int {
+	n := 20
+	if v := os.Getenv("HARNESS_TEST_TAKEOVER_SESSIONS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// heldElsewhere polls the lease table until every session's lease is held
+// by a replica other than dead, and returns when each was first seen so.
+func heldElsewhere(t *testing.T, dsn, dead string, ids []string, within time.Duration) map[string]time.Time {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seen := map[string]time.Time{}
+	deadline := time.Now().Add(within)
+	for len(seen) < len(ids) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d sessions taken over within %s", len(seen), len(ids), within)
+		}
+		rows, err := db.Query(`SELECT session_id FROM session_leases WHERE session_id = ANY($1::text[]) AND owner IS NOT NULL AND owner <> $2 AND expires_at > now()`, ids, dead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := seen[id]; !ok {
+				seen[id] = now
+			}
+		}
+		rows.Close()
+		time.Sleep(20 * time.Millisecond)
+	}
+	return seen
+}
+
+// percentile is the p-th percentile (0..100) of ds, nearest rank.
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (p*len(s) + 99) / 100
+	return s[max(i-1, 0)]
+}
+
+// Three replicas on one fresh PostgreSQL database, leases of the default
+// 8 s TTL. Replica A runs N sessions, each streaming a long turn, followed
+// by clients of B. A is SIGKILLed; at once a message is sent to every
+// session through B's socket or C's REST API (retrying a refusal with the
+// same key, and counting it). Each session's lease moves to B or C once
+// A's heartbeat is stale, long before the TTL: the time from the kill is
+// reported (p50, p100), not asserted. No client saw a refusal; every
+// acknowledged message is in the log once, seqs are contiguous, each turn
+// started and ended once, and B's clients' streams are the stored logs.
+func TestReplicaKilledOwnerIsTakenOverQuickly(t *testing.T) {
+	t.Parallel()
+	n := takeoverSessions(t)
+	rs := newReplicaSet(t, 3, 8*time.Second)
+	a, b, c := rs.procs[0], rs.procs[1], rs.procs[2]
+	ctx := t.Context()
+	ca := client.New(a.URL, client.WithToken(rs.tok))
+	var ids []string
+	watchers := map[string]*watcher{}
+	for i := range n {
+		s, err := ca.CreateSession(ctx, client.NewSession{Title: fmt.Sprintf("takeover %d", i), Mode: "auto"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+		watchers[s.ID] = watch(t, "B", b.URL, rs.tok, s.ID, -1)
+	}
+	first := map[string]string{}
+	for _, id := range ids {
+		m, err := ca.SendMessage(ctx, id, "long: 2000", "followup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[id] = m
+	}
+	poll.Eventually(t, "every session to stream on A", func() bool {
+		for _, w := range watchers {
+			if w.count("assistant/chunk") < 20 {
+				return false
+			}
+		}
+		return true
+	}, poll.Within(60*time.Second))
+
+	cnB, err := client.New(b.URL, client.WithToken(rs.tok)).Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cnB.Close()
+	cc := client.New(c.URL, client.WithToken(rs.tok))
+
+	a.kill()
+	killed := time.Now()
+	var refusals atomic.Int64
+	second := make([]string, n)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			if i%2 == 0 {
+				m, err := cnB.Followup(ctx, id, "after the kill")
+				if err == nil {
+					second[i] = m
+					return
+				}
+				refusals.Add(1)
+				t.Logf("B's socket refused a message to %s: %v", id, err)
+			}
+			key := client.NewKey()
+			for try := 0; try < 100; try++ {
+				m, err := cc.SendMessageKey(ctx, id, "after the kill", "followup", key)
+				if err == nil {
+					second[i] = m
+					return
+				}
+				refusals.Add(1)
+				t.Logf("C refused a message to %s: %v", id, err)
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+	moved := heldElsewhere(t, rs.dsn, replicaName(0), ids, 60*time.Second)
+	wg.Wait()
+	var took []time.Duration
+	for _, at := range moved {
+		took = append(took, at.Sub(killed))
+	}
+	t.Logf("%d sessions taken over after SIGKILL of their owner: p50 %s, p100 %s; %d refusals", n, percentile(took, 50).Round(time.Millisecond), percentile(took, 100).Round(time.Millisecond), refusals.Load())
+
+	cb := client.New(b.URL, client.WithToken(rs.tok))
+	for i, id := range ids {
+		if second[i] == "" {
+			t.Fatalf("session %s: the message after the kill was never acknowledged", id)
+		}
+		var evs []client.Event
+		if !poll.Wait(t, func() bool {
+			evs = events(t, cb, id)
+			return countTurnEnds(evs, "completed") >= 1 && countTurnEnds(evs, "") >= 2
+		}, poll.Within(60*time.Second)) {
+			t.Fatalf("session %s: the message after the kill did not run: %d turn ends", id, countTurnEnds(evs, ""))
+		}
+		checkOnce(t, evs, 2, first[id], second[i])
+		head := evs[len(evs)-1].Seq
+		w := watchers[id]
+		if !poll.Wait(t, func() bool { return w.last() >= head }, poll.Within(30*time.Second)) {
+			t.Fatalf("session %s: B's stream stopped at seq %d, the log's head is %d", id, w.last(), head)
+		}
+		if err := testkit.SameStream(w.events(), evs); err != nil {
+			t.Fatalf("session %s: B's stream is not the stored log: %v", id, err)
+		}
+	}
+	noTrouble(t, b, c)
+	if r := refusals.Load(); r != 0 {
+		t.Fatalf("clients saw %d refusals during the takeover, want 0", r)
+	}
+}
