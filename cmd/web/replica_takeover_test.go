@@ -6,8 +6,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,5 +186,100 @@ func TestReplicaKilledOwnerIsTakenOverQuickly(t *testing.T) {
 	noTrouble(t, b, c)
 	if r := refusals.Load(); r != 0 {
 		t.Fatalf("clients saw %d refusals during the takeover, want 0", r)
+	}
+}
+
+// Two replicas, the default 8 s lease TTL. Replica A runs a session's long
+// turn, followed by a client of A and one of B. A is paused (SIGSTOP) past
+// the stale bound: B takes the session over (the turn is interrupted
+// once). When A wakes (SIGCONT) its renewal finds the lease gone: its
+// agent stops and its client's subscription ends (session/closed; the
+// time from the wake is reported, not asserted). That client resumes on A
+// with since (A now follows B's log); a message sent through A runs on B.
+// Both clients' streams are the stored log, which holds each acknowledged
+// message once, contiguous seqs and each turn started and ended once.
+func TestReplicaPausedOwnerCutsItsViewers(t *testing.T) {
+	t.Parallel()
+	rs := newReplicaSet(t, 2, 8*time.Second)
+	a, b := rs.procs[0], rs.procs[1]
+	ctx := t.Context()
+	ca := client.New(a.URL, client.WithToken(rs.tok))
+	cb := client.New(b.URL, client.WithToken(rs.tok))
+	s, err := ca.CreateSession(ctx, client.NewSession{Title: "paused owner's viewers", Mode: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wa := watch(t, "A", a.URL, rs.tok, s.ID, -1)
+	wb := watch(t, "B", b.URL, rs.tok, s.ID, -1)
+	m1, err := ca.SendMessage(ctx, s.ID, "long: 5000", "followup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, "both clients to see A stream", func() bool {
+		return wa.count("assistant/chunk") > 20 && wb.count("assistant/chunk") > 20
+	}, poll.Within(30*time.Second))
+
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := true
+	defer func() {
+		if paused {
+			_ = a.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	stopped := time.Now()
+	moved := heldElsewhere(t, rs.dsn, replicaName(0), []string{s.ID}, 30*time.Second)
+	poll.Eventually(t, "B to repair the interrupted turn", func() bool {
+		return countTurnEnds(events(t, cb, s.ID), "interrupted") == 1
+	}, poll.Within(30*time.Second))
+	select {
+	case <-wa.done:
+		t.Fatal("A's client was cut while A was paused")
+	default:
+	}
+
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	paused = false
+	woke := time.Now()
+	select {
+	case <-wa.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("A's client of the lost session was not cut after A woke")
+	}
+	t.Logf("paused owner: session moved %s after SIGSTOP; its viewer cut %s after SIGCONT", moved[s.ID].Sub(stopped).Round(time.Millisecond), time.Since(woke).Round(time.Millisecond))
+	if !strings.Contains(a.logs.String(), "session lease lost") {
+		t.Fatalf("A did not stop its agent:\n%s", a.logs)
+	}
+
+	wa2 := watch(t, "A resumed", a.URL, rs.tok, s.ID, wa.last())
+	m2, err := ca.SendMessage(ctx, s.ID, "after the pause", "followup")
+	if err != nil {
+		t.Fatalf("message through the woken replica: %v", err)
+	}
+	var evs []client.Event
+	poll.Eventually(t, "the message after the pause to run on B", func() bool {
+		evs = events(t, cb, s.ID)
+		return countTurnEnds(evs, "completed") == 1
+	}, poll.Within(30*time.Second))
+	checkOnce(t, evs, 2, m1, m2)
+	head := evs[len(evs)-1].Seq
+	for _, w := range []*watcher{wb, wa2} {
+		if !poll.Wait(t, func() bool { return w.last() >= head }, poll.Within(30*time.Second)) {
+			t.Fatalf("%s's stream stopped at seq %d, the log's head is %d", w.name, w.last(), head)
+		}
+	}
+	for _, w := range []struct {
+		name string
+		evs  []client.Event
+	}{{"B", wb.events()}, {"A then A resumed", append(wa.events(), wa2.events()...)}} {
+		if err := testkit.SameStream(w.evs, evs); err != nil {
+			t.Errorf("%s's stream is not the stored log: %v", w.name, err)
+		}
+	}
+	if owner, _ := rs.holder(t, s.ID); owner != replicaName(1) {
+		t.Fatalf("lease held by %q, want %s", owner, replicaName(1))
 	}
 }
