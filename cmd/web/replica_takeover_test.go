@@ -86,7 +86,8 @@ func percentile(ds []time.Duration, p int) time.Duration {
 func TestReplicaKilledOwnerIsTakenOverQuickly(t *testing.T) {
 	t.Parallel()
 	n := takeoverSessions(t)
-	rs := newReplicaSet(t, 3, 8*time.Second)
+	// One socket per watched session, and a few more.
+	rs := newReplicaSet(t, 3, 8*time.Second, fmt.Sprintf("HARNESS_WS_MAX_SOCKETS=%d", n+8))
 	a, b, c := rs.procs[0], rs.procs[1], rs.procs[2]
 	ctx := t.Context()
 	ca := client.New(a.URL, client.WithToken(rs.tok))
