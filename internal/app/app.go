@@ -148,7 +148,10 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
-	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN, IdleTxTimeout: cfg.Replica.LeaseTTL / 2})
+	// A transaction left idle by a paused replica ends by the time its
+	// heartbeat is stale, so a takeover never waits on its row locks.
+	_, stale := cfg.Replica.Beat()
+	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN, IdleTxTimeout: stale})
 	if err != nil {
 		return nil, err
 	}
