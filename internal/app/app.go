@@ -277,6 +277,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		WS:             a.Hub,
 		ReplicaID:      a.replicaID(),
 		TakeoverWait:   cfg.Replica.LeaseTTL,
+		WhileOwner:     a.whileOwner(),
 		Replicas:       a.replicaHandler(),
 		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes, Figures: figures, MCP: a.MCP},
 		Metrics:        a.Metrics.Handler(),

@@ -241,6 +241,15 @@ func (w wsRemote) Forward(ctx context.Context, id string, a *auth.Actor, req []b
 	return out, err
 }
 
+// whileOwner is the web layer's check of a forwarded request's owner (nil
+// on SQLite).
+func (a *App) whileOwner() func(ctx context.Context, session, addr string) (context.Context, context.CancelFunc) {
+	if a.Replica == nil {
+		return nil
+	}
+	return a.Replica.WhileOwner
+}
+
 func (a *App) replicaID() string {
 	if a.Leases == nil {
 		return ""

@@ -225,11 +225,17 @@ func Moving(err error) *Error {
 // OwnerAddr reports whether err says the session runs on another replica,
 // and that replica's advertised address (for forwarding the request).
 func OwnerAddr(err error) (string, bool) {
+	_, addr, ok := Owner(err)
+	return addr, ok
+}
+
+// Owner is OwnerAddr with the session's id.
+func Owner(err error) (session, addr string, ok bool) {
 	var no *driver.NotOwnerError
 	if !errors.As(err, &no) || no.Addr == "" {
-		return "", false
+		return "", "", false
 	}
-	return no.Addr, true
+	return no.Session, no.Addr, true
 }
 
 // DiskFull reports whether err says the server's disk is full.

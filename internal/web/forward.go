@@ -71,11 +71,11 @@ func (s *Server) toOwner(next echo.HandlerFunc) echo.HandlerFunc {
 		for {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			err = next(c)
-			addr, ok := service.OwnerAddr(err)
+			id, addr, ok := service.Owner(err)
 			if !ok || req.Header.Get(headerForwarded) != "" || c.Response().Committed {
 				return err
 			}
-			if s.forward(c, req, body, addr, read) {
+			if s.forward(c, req, body, id, addr, read) {
 				return nil
 			}
 			if read {
@@ -97,8 +97,14 @@ const takeoverPoll = 100 * time.Millisecond
 
 // forward relays the request to the owner at addr; false when the owner
 // gave no answer (nothing was written to the client).
-func (s *Server) forward(c echo.Context, req *http.Request, body []byte, addr string, read bool) bool {
-	out := req.Clone(req.Context())
+func (s *Server) forward(c echo.Context, req *http.Request, body []byte, id, addr string, read bool) bool {
+	ctx := req.Context()
+	if s.whileOwner != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = s.whileOwner(ctx, id, addr)
+		defer cancel()
+	}
+	out := req.Clone(ctx)
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.ContentLength = int64(len(body))
 	out.Header.Set(headerForwarded, s.replicaID)
