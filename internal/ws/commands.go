@@ -39,8 +39,9 @@ func (c *conn) dispatch(req Request) (Response, bool) {
 // forwarded there and answered with the owner's response. An owner that
 // cannot be reached (dead, its lease not yet taken) is waited for, up to
 // TakeoverWait: the command runs again, here or forwarded, as soon as the
-// session moved; the first tries did nothing (a refusal, or a forward that
-// got no answer: a send under the same id is stored once).
+// session moved. A refusal did nothing; a forward that got no answer may
+// have run on the old owner: a send under the same id is stored once, and
+// any other command is answered as the session's state then stands.
 func (h *Hub) run(ctx context.Context, a *auth.Actor, req Request) Response {
 	deadline := time.Now().Add(h.wait)
 	for {
