@@ -67,6 +67,9 @@ type options struct {
 	cpuProf  string // CPU profile of this process; spawned servers write PATH.server
 	floor    bool   // measure the machine's floor instead (floor.go)
 	floorSrv bool   // internal: the floor's writing side
+	// killOwner: SIGKILL the replica owning the sessions after this long
+	// under load (kill.go); 0: never.
+	killOwner time.Duration
 }
 
 func main() {
@@ -93,6 +96,7 @@ func main() {
 	flag.BoolVar(&o.floor, "floor", false, "measure this machine's floor for the load's shape: plain TCP, stamped messages, no WebSocket or JSON (see floor.go)")
 	flag.BoolVar(&o.floorSrv, "floor-serve", false, "internal: the floor's writing side")
 	flag.StringVar(&o.cpuProf, "cpuprofile", "", "write this process's CPU profile here (a spawned server writes PATH.server)")
+	flag.DurationVar(&o.killOwner, "kill-owner", 0, "with -replicas > 1: SIGKILL the replica owning the sessions after this long under load and report each session's takeover time and the refusals the survivors' clients saw")
 	flag.Parse()
 	if o.prompt == "" {
 		o.prompt = fmt.Sprintf("long: %d", o.chunks)

@@ -40,12 +40,14 @@ type report struct {
 	// ServerCPUMicrosPerFrame its CPU over them.
 	ServerFrames int64 `json:"serverFrames,omitempty"`
 	// ServerWrites is the socket writes those frames took.
-	ServerWrites            int64    `json:"serverWrites,omitempty"`
-	ServerCPUMicrosPerFrame float64  `json:"serverCpuMicrosPerFrame,omitempty"`
-	Cuts                    int      `json:"cuts"`
-	ServerCutsTotal         int      `json:"serverCutsTotal"`
-	Errors                  int      `json:"errors"`
-	ErrorSamples            []string `json:"errorSamples,omitempty"`
+	ServerWrites            int64   `json:"serverWrites,omitempty"`
+	ServerCPUMicrosPerFrame float64 `json:"serverCpuMicrosPerFrame,omitempty"`
+	// Takeover: the owner was killed (-kill-owner).
+	Takeover        *takeoverFigures `json:"takeover,omitempty"`
+	Cuts            int              `json:"cuts"`
+	ServerCutsTotal int              `json:"serverCutsTotal"`
+	Errors          int              `json:"errors"`
+	ErrorSamples    []string         `json:"errorSamples,omitempty"`
 }
 
 type reportConfig struct {
@@ -119,6 +121,9 @@ func (r report) print(asJSON bool) error {
 	row("client CPU (this process)", "%.2f cores", r.ClientCPUCores)
 	if r.ServerFrames > 0 {
 		row("server frames", "%d in %d socket writes, %.1f µs of CPU each", r.ServerFrames, r.ServerWrites, r.ServerCPUMicrosPerFrame)
+	}
+	if t := r.Takeover; t != nil {
+		row("owner killed: takeover", "%d of %d sessions moved, p50 %.0f ms, p100 %.0f ms after the SIGKILL; %d refusals", t.Moved, t.Sessions, t.P50Ms, t.P100Ms, t.Refusals)
 	}
 	row("viewers cut (slow consumer)", "%d (server total %d)", r.Cuts, r.ServerCutsTotal)
 	row("errors", "%d %v", r.Errors, r.ErrorSamples)

@@ -27,7 +27,11 @@ func run(ctx context.Context, o options) error {
 	r.Config = reportConfig{Sessions: o.sessions, Viewers: o.viewers, Rate: o.rate, Chunks: o.chunks,
 		Turns: o.turns, Duration: o.duration.String(), Prompt: o.prompt, HTML: o.html, Batch: o.batch, Raw: o.raw}
 	targets, token := splitTargets(o.target), o.token
+	if o.killOwner > 0 && (len(targets) > 0 || o.replicas < 2) {
+		return errors.New("-kill-owner needs spawned replicas (-replicas 2 or more, -db-dsn)")
+	}
 	stamped := false
+	var owner *spawned
 	if len(targets) == 0 {
 		srvs, stop, err := spawnReplicas(ctx, o)
 		if err != nil {
@@ -39,8 +43,18 @@ func run(ctx context.Context, o options) error {
 		}
 		token, stamped = srvs[0].token, true
 		r.ColdStartMs = ms(srvs[0].ready)
+		owner = srvs[0]
+	}
+	// pick is the replica of the k-th viewer or sender: any, or one that
+	// survives the owner's kill.
+	pick := func(k int) int { return k % len(targets) }
+	if o.killOwner > 0 {
+		pick = func(k int) int { return 1 + k%(len(targets)-1) }
 	}
 	base := targets[0]
+	if o.killOwner > 0 {
+		base = targets[1] // the server figures are one survivor's
+	}
 	r.Target = strings.Join(targets, ",")
 	clients := make([]*client.Client, len(targets))
 	for i, t := range targets {
@@ -84,7 +98,7 @@ func run(ctx context.Context, o options) error {
 				ends = turnEnds[i]
 			}
 			ready.Add(1)
-			target := (i + v) % len(targets) // viewers spread over the replicas
+			target := pick(i + v) // viewers spread over the replicas
 			viewersWG.Go(func() {
 				var once sync.Once
 				if o.raw {
@@ -121,8 +135,18 @@ func run(ctx context.Context, o options) error {
 	clientCPU0 := selfCPU()
 	start := time.Now()
 	deadline := start.Add(o.duration)
-	var turns atomic.Int64
+	var turns, refusals atomic.Int64
 	var drivers sync.WaitGroup
+	killed := make(chan takeoverFigures, 1)
+	if o.killOwner > 0 {
+		go func() {
+			f, err := killOwner(ctx, owner, o.dbDSN, "loadgen-0", ids, o.killOwner)
+			if err != nil {
+				errs.add(err)
+			}
+			killed <- f
+		}()
+	}
 	for i, id := range ids {
 		drivers.Go(func() {
 			for n := 0; o.turns == 0 || n < o.turns; n++ {
@@ -130,7 +154,7 @@ func run(ctx context.Context, o options) error {
 					return
 				}
 				// Through target i mod N: forwarded to the owner.
-				if _, err := clients[i%len(clients)].SendMessage(ctx, id, o.prompt, "followup"); err != nil {
+				if err := send(ctx, clients[pick(i)], id, o.prompt, o.killOwner > 0, &refusals); err != nil {
 					errs.add(err)
 					return
 				}
@@ -148,6 +172,12 @@ func run(ctx context.Context, o options) error {
 	}
 	drivers.Wait()
 	elapsed := time.Since(start)
+	if o.killOwner > 0 {
+		f := <-killed
+		f.Refusals = int(refusals.Load())
+		r.Takeover = &f
+		c = clients[len(clients)-1] // the replay reads a survivor
+	}
 	r.ClientCPUCores = (selfCPU() - clientCPU0).Seconds() / elapsed.Seconds()
 	peakRSS, cpu := sampler.stop()
 	after, _ := scrape(ctx, base)
@@ -195,6 +225,25 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	return r.print(o.json)
+}
+
+// send sends one message; with retry, a refusal is counted and the same
+// message sent again under the same key (stored once) for up to a minute.
+func send(ctx context.Context, c *client.Client, id, prompt string, retry bool, refusals *atomic.Int64) error {
+	if !retry {
+		_, err := c.SendMessage(ctx, id, prompt, "followup")
+		return err
+	}
+	key := client.NewKey()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := c.SendMessageKey(ctx, id, prompt, "followup", key)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		refusals.Add(1)
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // observe handles one viewer push: it counts events, collects chunk

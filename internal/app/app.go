@@ -148,7 +148,10 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
-	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN, IdleTxTimeout: cfg.Replica.LeaseTTL / 2})
+	// A transaction left idle by a paused replica ends by the time its
+	// heartbeat is stale, so a takeover never waits on its row locks.
+	_, stale := cfg.Replica.Beat()
+	db, err := models.Open(ctx, log, models.Config{Driver: cfg.DBDriver, DSN: cfg.DBDSN, IdleTxTimeout: stale})
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +221,8 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Attachments:   driverstore.Store{S: a.Store},
 		Leases:        a.driverLeases(),
 		LeaseTTL:      cfg.Replica.LeaseTTL,
+		Heartbeat:     cfg.Replica.Heartbeat,
+		StaleAfter:    cfg.Replica.StaleAfter,
 		Children:      driverstore.Store{S: a.Store},
 		// A fork's copy a dead replica left preparing is failed by the
 		// next holder of its lease (docs/lifecycle.md "Workspaces after a
@@ -257,7 +262,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	}
 	a.setupReplica()
 	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: projections, Access: a.Auth,
-		Remote: a.wsRemote(), StoredHead: a.storedHead(), Options: wsOptions(opts.WS, cfg.ClientLimits)})
+		Remote: a.wsRemote(), TakeoverWait: cfg.Replica.LeaseTTL, StoredHead: a.storedHead(), Options: wsOptions(opts.WS, cfg.ClientLimits)})
 	if a.Replica != nil {
 		a.Replica.SetExecutor(a.Hub.ExecuteForwarded)
 		a.storedTo.Store(a.Hub)
@@ -271,6 +276,8 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		Service:        a.Service,
 		WS:             a.Hub,
 		ReplicaID:      a.replicaID(),
+		TakeoverWait:   cfg.Replica.LeaseTTL,
+		WhileOwner:     a.whileOwner(),
 		Replicas:       a.replicaHandler(),
 		UI:             &web.UIDeps{Store: a.Store, Markdown: a.Markdown, Routes: a.Routes, Figures: figures, MCP: a.MCP},
 		Metrics:        a.Metrics.Handler(),

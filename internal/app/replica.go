@@ -30,7 +30,8 @@ func (a *App) setupLeases() error {
 	if a.DB.Driver != models.DriverPostgres {
 		return nil
 	}
-	l, err := models.NewLeases(a.DB, a.Config.Replica.ID, a.Config.Replica.LeaseTTL)
+	_, stale := a.Config.Replica.Beat()
+	l, err := models.NewLeases(a.DB, a.Config.Replica.ID, a.Config.Replica.LeaseTTL, stale)
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func (a *App) register(ctx context.Context) error {
 		return err
 	}
 	a.registered = true
-	a.Log.Info("replica registered", "replica", a.Leases.ID(), "advertise", addr, "lease_ttl", a.Leases.TTL())
+	a.Log.Info("replica registered", "replica", a.Leases.ID(), "advertise", addr, "lease_ttl", a.Leases.TTL(), "stale_after", a.Leases.Stale())
 	return nil
 }
 
@@ -122,10 +123,11 @@ func (a *App) setupReplica() {
 	if a.Leases == nil {
 		return
 	}
+	heartbeat, _ := a.Config.Replica.Beat()
 	a.Replica = replica.New(replica.Deps{
 		Log: a.Log, ID: a.Leases.ID(), Key: a.replicaKey,
 		Bus: meteredBus{a.DB, a.meter}, Store: meteredStore{a.Store, a.meter}, Leases: a.Leases,
-		Manager: takeovers{a.Manager, a.Service, a.Leases, a.meter}, TTL: a.Leases.TTL(),
+		Manager: takeovers{a.Manager, a.Service, a.Leases, a.meter}, TTL: a.Leases.TTL(), Heartbeat: heartbeat,
 		ReloadSettings: a.reloadSettings,
 		RemoteAccess:   a.Auth.PublishRemote,
 	})
@@ -237,6 +239,15 @@ func (w wsRemote) Forward(ctx context.Context, id string, a *auth.Actor, req []b
 	}
 	w.meter.m.Forwarded(metrics.ForwardSocket, outcome)
 	return out, err
+}
+
+// whileOwner is the web layer's check of a forwarded request's owner (nil
+// on SQLite).
+func (a *App) whileOwner() func(ctx context.Context, session, addr string) (context.Context, context.CancelFunc) {
+	if a.Replica == nil {
+		return nil
+	}
+	return a.Replica.WhileOwner
 }
 
 func (a *App) replicaID() string {

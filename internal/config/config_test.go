@@ -86,6 +86,43 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name: "heartbeat and stale bound: defaults, and clamped to the TTL",
+			env:  map[string]string{"HARNESS_LEASE_TTL": "900ms"},
+			check: func(t *testing.T, c Config) {
+				if c.Replica.Heartbeat != DefaultHeartbeat || c.Replica.StaleAfter != DefaultStaleAfter {
+					t.Errorf("heartbeat %v, stale after %v; want the defaults", c.Replica.Heartbeat, c.Replica.StaleAfter)
+				}
+				if every, stale := c.Replica.Beat(); every != 300*time.Millisecond || stale != 900*time.Millisecond {
+					t.Errorf("beat %v, stale %v under a 900ms TTL; want 300ms and 900ms", every, stale)
+				}
+			},
+		},
+		{
+			name: "heartbeat and stale bound: set",
+			args: []string{"-replica-stale-after", "3s"},
+			env:  map[string]string{"HARNESS_REPLICA_HEARTBEAT": "1s", "HARNESS_REPLICA_STALE_AFTER": "9s"},
+			check: func(t *testing.T, c Config) {
+				if every, stale := c.Replica.Beat(); every != time.Second || stale != 3*time.Second {
+					t.Errorf("beat %v, stale %v; want 1s and 3s (the flag wins)", every, stale)
+				}
+			},
+		},
+		{
+			name:    "stale bound under three heartbeats",
+			env:     map[string]string{"HARNESS_REPLICA_HEARTBEAT": "1s", "HARNESS_REPLICA_STALE_AFTER": "2s"},
+			wantErr: "at least three heartbeats",
+		},
+		{
+			name:    "heartbeat too short",
+			env:     map[string]string{"HARNESS_REPLICA_HEARTBEAT": "10ms"},
+			wantErr: "replica heartbeat",
+		},
+		{
+			name:    "heartbeat unparsable",
+			env:     map[string]string{"HARNESS_REPLICA_HEARTBEAT": "soon"},
+			wantErr: "HARNESS_REPLICA_HEARTBEAT",
+		},
+		{
 			name:    "negative drain period",
 			env:     map[string]string{"HARNESS_DRAIN_PERIOD": "-1s"},
 			wantErr: "drain period",

@@ -30,7 +30,24 @@ type Replica struct {
 	// (HARNESS_LEASE_TTL, -lease-ttl; default 8s, renewed at a third of
 	// it): a dead owner's sessions wait at most this long for a new one.
 	LeaseTTL time.Duration
+	// Heartbeat is how often a replica renews its heartbeat and its leases
+	// (HARNESS_REPLICA_HEARTBEAT, -replica-heartbeat; default 500ms).
+	Heartbeat time.Duration
+	// StaleAfter is how old an owner's heartbeat may grow before another
+	// replica takes its sessions over without waiting for their leases to
+	// expire (HARNESS_REPLICA_STALE_AFTER, -replica-stale-after; default
+	// 2s, at least three heartbeats): a killed owner's sessions move in
+	// about StaleAfter plus a heartbeat.
+	StaleAfter time.Duration
 }
+
+// Heartbeat and stale-bound defaults.
+const (
+	DefaultHeartbeat  = 500 * time.Millisecond
+	DefaultStaleAfter = 2 * time.Second
+	// MinHeartbeat bounds the renewal statement's rate.
+	MinHeartbeat = 50 * time.Millisecond
+)
 
 // DefaultLeaseTTL is the default session lease TTL: a killed replica's
 // sessions are taken over within about TTL + TTL/8, under 10 s.
@@ -67,7 +84,19 @@ func (r Replica) WithDefaults(dataDir, addr string) Replica {
 	if r.LeaseTTL == 0 {
 		r.LeaseTTL = DefaultLeaseTTL
 	}
+	if r.Heartbeat == 0 {
+		r.Heartbeat = DefaultHeartbeat
+	}
+	if r.StaleAfter == 0 {
+		r.StaleAfter = DefaultStaleAfter
+	}
 	return r
+}
+
+// Beat is the heartbeat period and the stale bound in effect: at most a
+// third and all of the lease TTL (a short TTL test needs no other knob).
+func (r Replica) Beat() (every, stale time.Duration) {
+	return min(r.Heartbeat, r.LeaseTTL/3), min(r.StaleAfter, r.LeaseTTL)
 }
 
 // parseReplica reads the environment's replica settings.
@@ -84,6 +113,21 @@ func parseReplica(r *Replica, getenv Getenv) error {
 		}
 		r.LeaseTTL = d
 	}
+	r.Heartbeat, r.StaleAfter = DefaultHeartbeat, DefaultStaleAfter
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{{"HARNESS_REPLICA_HEARTBEAT", &r.Heartbeat}, {"HARNESS_REPLICA_STALE_AFTER", &r.StaleAfter}} {
+		s := getenv(v.name)
+		if s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
+		}
+		*v.to = d
+	}
 	return nil
 }
 
@@ -92,6 +136,8 @@ func replicaFlags(fs *flag.FlagSet, r *Replica) {
 	fs.StringVar(&r.ID, "replica-id", r.ID, "this replica's id on a shared PostgreSQL database (HARNESS_REPLICA_ID)")
 	fs.StringVar(&r.Advertise, "advertise", r.Advertise, "host:port other replicas reach this one at (HARNESS_ADVERTISE_ADDR)")
 	fs.DurationVar(&r.LeaseTTL, "lease-ttl", r.LeaseTTL, "session lease TTL on PostgreSQL (HARNESS_LEASE_TTL)")
+	fs.DurationVar(&r.Heartbeat, "replica-heartbeat", r.Heartbeat, "how often a replica renews its heartbeat and leases (HARNESS_REPLICA_HEARTBEAT)")
+	fs.DurationVar(&r.StaleAfter, "replica-stale-after", r.StaleAfter, "heartbeat age after which another replica takes an owner's sessions over (HARNESS_REPLICA_STALE_AFTER)")
 }
 
 // Validate reports every problem of the replica settings at once.
@@ -107,6 +153,14 @@ func (r Replica) Validate() error {
 	}
 	if r.LeaseTTL < MinLeaseTTL {
 		errs = append(errs, fmt.Errorf("lease TTL %s: want at least %s", r.LeaseTTL, MinLeaseTTL))
+	}
+	if r.Heartbeat < MinHeartbeat {
+		errs = append(errs, fmt.Errorf("replica heartbeat %s: want at least %s", r.Heartbeat, MinHeartbeat))
+	}
+	// Three heartbeats may fail (a slow statement, a blip) before the
+	// owner's sessions move.
+	if r.StaleAfter < 3*r.Heartbeat {
+		errs = append(errs, fmt.Errorf("replica stale bound %s: want at least three heartbeats (%s)", r.StaleAfter, 3*r.Heartbeat))
 	}
 	return errors.Join(errs...)
 }

@@ -73,7 +73,8 @@ func (e *NotOwnerError) Error() string {
 func (e *NotOwnerError) Unwrap() error { return ErrNotOwner }
 
 // acquire takes id's lease for a new agent: its epoch and the local time by
-// which it must be renewed. Without Leases it is free. An agent of id that
+// which it must be renewed (the stale bound: past it, another replica may
+// take the session). Without Leases it is free. An agent of id that
 // lost its lease and is still winding down is waited for first, so its
 // last appends cannot fall into the new term.
 func (m *Manager) acquire(ctx context.Context, id string) (epoch int64, until time.Time, err error) {
@@ -90,7 +91,7 @@ func (m *Manager) acquire(ctx context.Context, id string) (epoch int64, until ti
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	return epoch, sent.Add(m.opts.LeaseTTL), nil
+	return epoch, sent.Add(m.opts.StaleAfter), nil
 }
 
 // release gives up an unloaded agent's lease. The manager's root context:
@@ -160,10 +161,13 @@ func (m *Manager) awaitStopped(ctx context.Context, id string) error {
 	return nil
 }
 
-// leaseLoop renews the held leases every third of the TTL.
+// leaseLoop renews the held leases and the replica's heartbeat every
+// Heartbeat. After a pause of the process (SIGSTOP, a frozen VM) the
+// ticker's pending tick fires at once: a lease taken meanwhile is noticed
+// within one round trip of waking, and its agent stops.
 func (m *Manager) leaseLoop() {
 	defer m.wg.Done()
-	period := m.opts.LeaseTTL / 3
+	period := m.opts.Heartbeat
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
@@ -177,8 +181,8 @@ func (m *Manager) leaseLoop() {
 }
 
 // renewLeases renews every held lease in one call. An agent whose lease
-// was not kept, or whose lease could not be renewed and would expire
-// before the next attempt, is stopped.
+// was not kept, or whose lease could not be renewed and would go stale
+// before the next attempt (another replica may take it then), is stopped.
 func (m *Manager) renewLeases(period time.Duration) {
 	held := map[string]int64{}
 	m.mu.Lock()
@@ -213,7 +217,7 @@ func (m *Manager) renewLeases(period time.Duration) {
 		}
 		switch {
 		case err == nil && kept[id]:
-			a.leaseUntil = sent.Add(m.opts.LeaseTTL)
+			a.leaseUntil = sent.Add(m.opts.StaleAfter)
 		case err == nil:
 			lost = append(lost, loss{a, LeaseTaken})
 		case !time.Now().Add(period).Before(a.leaseUntil):

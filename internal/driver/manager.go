@@ -102,8 +102,15 @@ type Options struct {
 	// owns every session (SQLite, one process).
 	Leases Leases
 	// LeaseTTL is how long a lease lasts without renewal (default
-	// DefaultLeaseTTL); the manager renews at a third of it.
+	// DefaultLeaseTTL).
 	LeaseTTL time.Duration
+	// Heartbeat is how often the held leases and the replica's heartbeat
+	// are renewed (default, and at most, a third of LeaseTTL).
+	Heartbeat time.Duration
+	// StaleAfter is how old its last renewal may be before another
+	// replica may take its sessions (default, and at most, LeaseTTL): an
+	// agent whose leases could not be renewed for that long stops.
+	StaleAfter time.Duration
 	// Leased runs, with Leases, after a cold load installed a session's
 	// agent under a lease this manager just took, before Get returns to
 	// the caller that loaded it (and before the waiting queue, which Get
@@ -236,6 +243,12 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 	}
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	if opts.Heartbeat <= 0 || opts.Heartbeat > opts.LeaseTTL/3 {
+		opts.Heartbeat = opts.LeaseTTL / 3
+	}
+	if opts.StaleAfter <= 0 || opts.StaleAfter > opts.LeaseTTL {
+		opts.StaleAfter = opts.LeaseTTL
 	}
 	if opts.MaxSubagents <= 0 {
 		opts.MaxSubagents = DefaultMaxSubagents

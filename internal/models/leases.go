@@ -116,20 +116,40 @@ type Leases struct {
 	db  *sql.DB
 	id  string
 	ttl time.Duration
+	// stale is how old an owner's heartbeat may be before its leases may
+	// be taken although they have not expired: it died or hangs.
+	stale time.Duration
 	// channel is LeaseChannel on this database's schema.
 	channel string
 }
 
 // NewLeases returns the leases of replica id, each valid for ttl after it
-// was taken or last renewed.
-func NewLeases(db *DB, id string, ttl time.Duration) (*Leases, error) {
+// was taken or last renewed, and for no longer than stale (at most ttl)
+// after the owner's last heartbeat.
+func NewLeases(db *DB, id string, ttl, stale time.Duration) (*Leases, error) {
 	if db.Driver != DriverPostgres {
 		return nil, fmt.Errorf("session leases need PostgreSQL, not %s", db.Driver)
 	}
 	if id == "" || ttl <= 0 {
 		return nil, errors.New("session leases need a replica id and a positive TTL")
 	}
-	return &Leases{db: db.w, id: id, ttl: ttl, channel: db.Channel(LeaseChannel)}, nil
+	if stale <= 0 || stale > ttl {
+		stale = ttl
+	}
+	return &Leases{db: db.w, id: id, ttl: ttl, stale: stale, channel: db.Channel(LeaseChannel)}, nil
+}
+
+// Stale is how old an owner's heartbeat may be before its leases may be
+// taken.
+func (l *Leases) Stale() time.Duration { return l.stale }
+
+func (l *Leases) staleMillis() int64 { return max(l.stale.Milliseconds(), 1) }
+
+// A lease is live while it has not expired and its owner's heartbeat is
+// younger than the stale bound; liveLease is that condition on a lease sl
+// joined to its owner's row r, with the bound as parameter $n.
+func liveLease(n int) string {
+	return fmt.Sprintf("sl.expires_at >= now() AND r.heartbeat_at >= now() - $%d * interval '1 millisecond'", n)
 }
 
 // ID is the replica's id.
@@ -176,7 +196,11 @@ func (l *Leases) Unregister(ctx context.Context) error {
 // when the lease is free, expired or already this replica's (a process
 // re-taking its own lease still gets a new epoch: whatever the earlier
 // holder queued is refused). A lease another replica holds fails with a
-// *LeaseHeldError. One statement: the upsert's condition decides, and the
+// *LeaseHeldError. A lease whose owner's heartbeat is older than the stale
+// bound is taken although it has not expired: the owner died or hangs,
+// and the new epoch fences whatever it still sends (a paused owner that
+// wakes finds its renewal refused and stops its agents). One statement:
+// the upsert's condition decides, and the
 // same statement sets sessions.lease_epoch, on whose row the writer's head
 // update waits, so a batch and a takeover are ordered by the row lock.
 func (l *Leases) Acquire(ctx context.Context, sessionID string) (int64, error) {
@@ -188,9 +212,11 @@ func (l *Leases) Acquire(ctx context.Context, sessionID string) (int64, error) {
 			ON CONFLICT (session_id) DO UPDATE
 				SET owner = excluded.owner, epoch = sl.epoch + 1, expires_at = excluded.expires_at, handover = false
 				WHERE sl.owner IS NULL OR sl.owner = excluded.owner OR sl.expires_at < now()
+					OR EXISTS (SELECT 1 FROM replicas r WHERE r.id = sl.owner
+						AND r.heartbeat_at < now() - $4 * interval '1 millisecond')
 			RETURNING session_id, epoch),
 		s AS (UPDATE sessions SET lease_epoch = l.epoch FROM l WHERE sessions.id = l.session_id)
-		SELECT epoch FROM l`, sessionID, l.id, l.ttlMillis()).Scan(&epoch)
+		SELECT epoch FROM l`, sessionID, l.id, l.ttlMillis(), l.staleMillis()).Scan(&epoch)
 	switch {
 	case err == nil:
 		return epoch, nil
@@ -320,13 +346,13 @@ func (l *Leases) Lease(ctx context.Context, sessionID string) (LeaseInfo, bool, 
 }
 
 // Holder is the replica that holds a session's lease now: its id and
-// advertised address; ok is false when nobody does (free, released, or
-// expired).
+// advertised address; ok is false when nobody does (free, released,
+// expired, or its owner's heartbeat is stale).
 func (l *Leases) Holder(ctx context.Context, sessionID string) (owner, addr string, ok bool, err error) {
 	var o, a sql.NullString
 	err = l.db.QueryRowContext(ctx, `
 		SELECT sl.owner, r.addr FROM session_leases sl JOIN replicas r ON r.id = sl.owner
-		WHERE sl.session_id = $1 AND sl.expires_at >= now()`, sessionID).Scan(&o, &a)
+		WHERE sl.session_id = $1 AND `+liveLease(2), sessionID, l.staleMillis()).Scan(&o, &a)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", false, nil
 	}
@@ -351,7 +377,7 @@ func (l *Leases) Holders(ctx context.Context, sessionIDs []string) (map[string]L
 	}
 	rows, err := l.db.QueryContext(ctx, `
 		SELECT sl.session_id, sl.owner, r.addr FROM session_leases sl JOIN replicas r ON r.id = sl.owner
-		WHERE sl.session_id = ANY($1::text[]) AND sl.expires_at >= now()`, sessionIDs)
+		WHERE sl.session_id = ANY($1::text[]) AND `+liveLease(2), sessionIDs, l.staleMillis())
 	if err != nil {
 		return nil, fmt.Errorf("lease holders: %w", err)
 	}
@@ -371,15 +397,16 @@ func (l *Leases) Holders(ctx context.Context, sessionIDs []string) (map[string]L
 }
 
 // Orphaned lists, at most limit, the sessions whose lease is held by a
-// replica that stopped renewing it (expired, owner still set: its process
-// died or hangs), and those a draining replica handed over (Handover).
+// replica that stopped renewing it (expired, or its heartbeat is stale:
+// its process died or hangs), and those a draining replica handed over
+// (Handover).
 // Their agents were live when the owner went; another replica takes them
 // over (crash repair, then the queue).
 func (l *Leases) Orphaned(ctx context.Context, limit int) ([]string, error) {
 	return l.sessions(ctx, "orphaned leases", `
-		SELECT session_id FROM session_leases
-		WHERE (owner IS NOT NULL AND expires_at < now()) OR (owner IS NULL AND handover)
-		ORDER BY expires_at LIMIT $1`, limit)
+		SELECT sl.session_id FROM session_leases sl LEFT JOIN replicas r ON r.id = sl.owner
+		WHERE (sl.owner IS NOT NULL AND NOT (`+liveLease(2)+`)) OR (sl.owner IS NULL AND sl.handover)
+		ORDER BY sl.expires_at LIMIT $1`, limit, l.staleMillis())
 }
 
 // sessions runs a query of session ids.

@@ -23,7 +23,7 @@ func leaseDB(t *testing.T) *DB {
 
 func registered(t *testing.T, db *DB, id string, ttl time.Duration) *Leases {
 	t.Helper()
-	l, err := NewLeases(db, id, ttl)
+	l, err := NewLeases(db, id, ttl, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func expire(t *testing.T, db *DB, id string) {
 
 func TestLeasesNeedPostgres(t *testing.T) {
 	t.Parallel()
-	if _, err := NewLeases(openSQLiteTest(t), "r1", time.Second); err == nil {
+	if _, err := NewLeases(openSQLiteTest(t), "r1", time.Second, time.Second); err == nil {
 		t.Fatal("leases on SQLite")
 	}
 }
@@ -53,7 +53,7 @@ func TestLeaseIdentityFirst(t *testing.T) {
 	db := leaseDB(t)
 	s := newTestStore(t, db, WriterOptions{})
 	sess := mustCreate(t, s, &Session{OwnerID: "u"})
-	l, err := NewLeases(db, "r1", time.Minute)
+	l, err := NewLeases(db, "r1", time.Minute, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestLeaseIdentityFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second live process with the same id is refused.
-	twin, _ := NewLeases(db, "r1", time.Minute)
+	twin, _ := NewLeases(db, "r1", time.Minute, time.Minute)
 	if err := twin.Register(t.Context(), "b:1", false); !errors.Is(err, ErrReplicaInUse) {
 		t.Fatalf("second register: %v, want ErrReplicaInUse", err)
 	}
@@ -382,7 +382,7 @@ func TestLeaseRestartedReplica(t *testing.T) {
 	if _, err := dead.Acquire(t.Context(), sess.ID); err != nil {
 		t.Fatal(err)
 	}
-	next, _ := NewLeases(db, "r1", time.Minute)
+	next, _ := NewLeases(db, "r1", time.Minute, time.Minute)
 	if err := next.Register(t.Context(), "a:2", false); !errors.Is(err, ErrReplicaInUse) {
 		t.Fatalf("register over a fresh heartbeat: %v, want ErrReplicaInUse", err)
 	}

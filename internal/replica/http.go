@@ -92,6 +92,8 @@ func (r *Replica) Forward(ctx context.Context, id string, a *auth.Actor, req []b
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := r.WhileOwner(ctx, id, addr)
+	defer cancel()
 	out, status, err := r.call(ctx, http.MethodPost, addr, PathPrefix+"/command", body)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s): %w", ErrForward, owner, err)

@@ -64,9 +64,11 @@ type Deps struct {
 	Store   Store
 	Leases  Leases
 	Manager Manager
-	// TTL is the lease TTL: orphaned leases are looked for every eighth
-	// of it.
+	// TTL is the lease TTL: a takeover pass gives up after it.
 	TTL time.Duration
+	// Heartbeat is the owners' heartbeat period: orphaned leases are
+	// looked for about as often (default: an eighth of TTL).
+	Heartbeat time.Duration
 	// Client sends requests to other replicas (default: a client with
 	// keep-alive connections).
 	Client *http.Client
@@ -115,6 +117,9 @@ func New(d Deps) *Replica {
 	}
 	if d.TTL <= 0 {
 		d.TTL = driver.DefaultLeaseTTL
+	}
+	if d.Heartbeat <= 0 {
+		d.Heartbeat = d.TTL / 8
 	}
 	c := d.Client
 	if c == nil {
@@ -295,14 +300,15 @@ func (r *Replica) kickTakeover() {
 	}
 }
 
-// takeoverLoop takes over, about every eighth of the lease TTL, the
-// sessions whose owner stopped renewing their leases: a killed owner's
-// sessions move within about TTL + TTL/8 of its death (the lease lapses
-// at most a TTL after its last renewal). A handover notice asks for a
-// pass at once: a draining replica's queued sessions move as soon as it
-// released them (every live replica tries; the lease decides).
+// takeoverLoop takes over, about every heartbeat, the sessions whose owner
+// stopped renewing their leases: a killed owner's sessions move within
+// about the stale bound plus two heartbeats of its death (its heartbeat
+// goes stale at most a stale bound after its last renewal). A handover
+// notice asks for a pass at once: a draining replica's queued sessions
+// move as soon as it released them (every live replica tries; the lease
+// decides).
 func (r *Replica) takeoverLoop() {
-	period := r.d.TTL / 8
+	period := r.d.Heartbeat
 	for {
 		// Jitter, so the replicas do not all try at the same moment.
 		wait := period/2 + time.Duration(rand.Int64N(int64(period)))
@@ -352,24 +358,47 @@ func (r *Replica) takeBack() {
 	r.takeAll(ctx, ids)
 }
 
+// takeoverWorkers is how many sessions one pass takes over at once: a dead
+// owner's hundred sessions move in a few load times, not a hundred.
+const takeoverWorkers = 8
+
+// takeAll takes the sessions over, a few at once, in an order of its own:
+// the replicas racing for a dead owner's sessions mostly take different
+// ones rather than all queue on the same first lease.
 func (r *Replica) takeAll(ctx context.Context, ids []string) {
+	rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(takeoverWorkers, len(ids)) {
+		wg.Go(func() {
+			for id := range work {
+				r.takeOne(ctx, id)
+			}
+		})
+	}
 	for _, id := range ids {
 		if r.draining.Load() {
-			return
+			break
 		}
-		if _, live := r.d.Manager.Lookup(id); live {
-			// Ours already (its lease names this replica: resumed at
-			// start, or a request loaded it): nothing to take or repair.
-			continue
-		}
-		err := r.d.Manager.TakeOver(ctx, id)
-		switch {
-		case err == nil, errors.Is(err, driver.ErrNotOwner), errors.Is(err, models.ErrNotFound), errors.Is(err, driver.ErrDisposed):
-		case errors.Is(err, driver.ErrUnreachable):
-			r.log.Info("orphaned session left to a replica that reaches its workspace", "session", id, "err", err)
-		default:
-			r.log.Warn("take over an orphaned session", "session", id, "err", err)
-		}
+		work <- id
+	}
+	close(work)
+	wg.Wait()
+}
+
+func (r *Replica) takeOne(ctx context.Context, id string) {
+	if _, live := r.d.Manager.Lookup(id); live {
+		// Ours already (its lease names this replica: resumed at start,
+		// or a request loaded it): nothing to take or repair.
+		return
+	}
+	err := r.d.Manager.TakeOver(ctx, id)
+	switch {
+	case err == nil, errors.Is(err, driver.ErrNotOwner), errors.Is(err, models.ErrNotFound), errors.Is(err, driver.ErrDisposed):
+	case errors.Is(err, driver.ErrUnreachable):
+		r.log.Info("orphaned session left to a replica that reaches its workspace", "session", id, "err", err)
+	default:
+		r.log.Warn("take over an orphaned session", "session", id, "err", err)
 	}
 }
 

@@ -96,7 +96,11 @@ func (c Code) HTTPStatus() int {
 type Error struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
-	Err     error  `json:"-"`
+	// RetryAfter is how many seconds to wait before sending the same
+	// request again (a session moving between replicas); 0: not said.
+	// REST sends it as the Retry-After header too.
+	RetryAfter int   `json:"retryAfter,omitempty"`
+	Err        error `json:"-"`
 }
 
 func (e *Error) Error() string {
@@ -141,9 +145,11 @@ func AsError(err error) *Error {
 	var no *driver.NotOwnerError
 	switch {
 	case errors.As(err, &no):
-		// The edges forward such a request to the owner (ws, web); this is
-		// the answer when they could not.
-		return wrap(CodeUnavailable, "the session runs on another replica ("+no.Owner+"); try again there or later", err)
+		// The edges forward such a request to the owner (ws, web) and wait
+		// for a takeover when it cannot be reached; this is the answer when
+		// none completed in time. The owner is not named: it may be dead,
+		// and any replica reaches the session once it moved.
+		return Moving(err)
 	case errors.Is(err, driver.ErrUnreachable):
 		return wrap(CodeUnavailable, "this replica cannot reach the session's workspace; try another", err)
 	case errors.As(err, &rl):
@@ -207,14 +213,29 @@ func AsError(err error) *Error {
 	return wrap(CodeInternal, "internal error", err)
 }
 
+// Moving is the answer to a command for a session whose owner could not be
+// reached and that no other replica took over in time: the same request
+// (same idempotency key) may be sent again to any replica.
+func Moving(err error) *Error {
+	e := wrap(CodeUnavailable, "the session is moving to another replica; send the same request again in a moment", err)
+	e.RetryAfter = 1
+	return e
+}
+
 // OwnerAddr reports whether err says the session runs on another replica,
 // and that replica's advertised address (for forwarding the request).
 func OwnerAddr(err error) (string, bool) {
+	_, addr, ok := Owner(err)
+	return addr, ok
+}
+
+// Owner is OwnerAddr with the session's id.
+func Owner(err error) (session, addr string, ok bool) {
 	var no *driver.NotOwnerError
 	if !errors.As(err, &no) || no.Addr == "" {
-		return "", false
+		return "", "", false
 	}
-	return no.Addr, true
+	return no.Session, no.Addr, true
 }
 
 // DiskFull reports whether err says the server's disk is full.

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -22,6 +23,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	e, status := classify(err)
 	if status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "code", e.Code, "err", err)
+	}
+	if e.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	if !wantsHTML(c) {
 		_ = c.JSON(status, map[string]*service.Error{"error": e})

@@ -71,6 +71,8 @@ func TestBareErrorsAnswerTheirCode(t *testing.T) {
 		"echo-429":        echo.NewHTTPError(http.StatusTooManyRequests),
 		"csrf":            service.NewError(service.CodeCSRF, "missing or invalid CSRF token"),
 		"plain":           errors.New(leak),
+		// The owner of a moving session may be dead: it is never named.
+		"not-owner": &driver.NotOwnerError{Session: "s1", Owner: leak, Addr: "10.0.0.9:8080"},
 	}
 	env := newScenarioEnv(t, scenarioOptions{Routes: func(_ *scenarioEnv, s *Server) {
 		s.e.GET("/api/test/fail/:kind", func(c echo.Context) error { return errs[c.Param("kind")] })
@@ -93,6 +95,7 @@ func TestBareErrorsAnswerTheirCode(t *testing.T) {
 		{"echo-429", 429, service.CodeRateLimited, "Too Many Requests"},
 		{"csrf", 403, service.CodeCSRF, "missing or invalid CSRF token"},
 		{"plain", 500, service.CodeInternal, "internal error"},
+		{"not-owner", 503, service.CodeUnavailable, "the session is moving to another replica; send the same request again in a moment"},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, env.URL+"/api/test/fail/"+tt.kind, nil)
@@ -106,6 +109,9 @@ func TestBareErrorsAnswerTheirCode(t *testing.T) {
 		}
 		if res.StatusCode != tt.status || got.Error.Code != tt.code || got.Error.Message != tt.message || strings.Contains(body, leak) {
 			t.Errorf("%s: %d %s, want %d {%s %q}", tt.kind, res.StatusCode, body, tt.status, tt.code, tt.message)
+		}
+		if tt.kind == "not-owner" && (res.Header.Get("Retry-After") != "1" || got.Error.RetryAfter != 1 || strings.Contains(body, "10.0.0.9")) {
+			t.Errorf("%s: Retry-After %q, retryAfter %d, body %s: want 1, 1 and no address", tt.kind, res.Header.Get("Retry-After"), got.Error.RetryAfter, body)
 		}
 		// A browser gets the error page with the same status (a message
 		// that only names the status is its heading, in sentence case).

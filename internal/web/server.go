@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -59,6 +60,13 @@ type Deps struct {
 	// forwarded there (forward.go). "" when this process owns every
 	// session.
 	ReplicaID string
+	// TakeoverWait bounds how long a command for a session whose owner
+	// cannot be reached waits for the session to move (the lease TTL).
+	TakeoverWait time.Duration
+	// WhileOwner returns a context that ends when the replica at addr no
+	// longer holds the session's lease (a forwarded command then waits
+	// for the next owner instead of a paused one); nil: no such check.
+	WhileOwner func(ctx context.Context, session, addr string) (context.Context, context.CancelFunc)
 	// Replicas serves the signed requests of the other replicas under
 	// /internal/replica/ (internal/replica); nil serves none.
 	Replicas http.Handler
@@ -90,6 +98,9 @@ type Server struct {
 	// readOwner carries the reads forwarded to a session's owner
 	// (forward.go).
 	readOwner http.RoundTripper
+	// takeoverWait: Deps.TakeoverWait.
+	takeoverWait time.Duration
+	whileOwner   func(ctx context.Context, session, addr string) (context.Context, context.CancelFunc)
 }
 
 // New builds the server and registers every route.
@@ -97,7 +108,7 @@ func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID, readOwner: readTransport(), forwards: d.Forwards, draining: d.Draining}
+	s := &Server{e: e, log: d.Log, db: d.DB, auth: d.Auth, trusted: d.TrustedOrigins, proxies: d.TrustedProxies, svc: d.Service, ws: d.WS, ui: d.UI, metrics: d.Metrics, replicaID: d.ReplicaID, takeoverWait: d.TakeoverWait, whileOwner: d.WhileOwner, readOwner: readTransport(), forwards: d.Forwards, draining: d.Draining}
 	if d.MetricsToken != "" {
 		sum := sha256.Sum256([]byte(d.MetricsToken))
 		s.metricsToken = sum[:]

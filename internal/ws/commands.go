@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"harness/internal/auth"
 	"harness/internal/driver"
@@ -35,30 +36,63 @@ func (c *conn) dispatch(req Request) (Response, bool) {
 }
 
 // run runs a session command; one for a session another replica owns is
-// forwarded there and answered with the owner's response.
+// forwarded there and answered with the owner's response. An owner that
+// cannot be reached (dead, its lease not yet taken) is waited for, up to
+// TakeoverWait: the command runs again, here or forwarded, as soon as the
+// session moved. A refusal did nothing; a forward that got no answer may
+// have run on the old owner: a send under the same id is stored once, and
+// any other command is answered as the session's state then stands.
 func (h *Hub) run(ctx context.Context, a *auth.Actor, req Request) Response {
-	resp := h.command(ctx, a, req)
-	var no *driver.NotOwnerError
-	if resp.Error == nil || h.remote == nil || !errors.As(resp.Error, &no) {
-		return resp
+	deadline := time.Now().Add(h.wait)
+	for {
+		resp := h.command(ctx, a, req)
+		var no *driver.NotOwnerError
+		if resp.Error == nil || h.remote == nil || !errors.As(resp.Error, &no) {
+			return resp
+		}
+		fwd, err := h.forward(ctx, a, req)
+		if err == nil {
+			return fwd
+		}
+		if !time.Now().Before(deadline) || !sleepCtx(ctx, takeoverPoll) {
+			h.log.Warn("forward a command to the session's owner", "session", req.Session, "op", req.Op, "err", err)
+			return Response{Re: req.ID, Error: service.Moving(err)}
+		}
 	}
+}
+
+// takeoverPoll is how often a command waiting for a takeover tries again.
+const takeoverPoll = 100 * time.Millisecond
+
+// forward sends req to the session's owner; an error says it got no valid
+// answer.
+func (h *Hub) forward(ctx context.Context, a *auth.Actor, req Request) (Response, error) {
 	raw, err := json.Marshal(req)
 	if err != nil {
-		return resp
+		return Response{}, err
 	}
 	out, err := h.remote.Forward(ctx, req.Session, a, raw)
 	if err != nil {
-		h.log.Warn("forward a command to the session's owner", "session", req.Session, "op", req.Op, "err", err)
-		return Response{Re: req.ID, Error: service.Errorf(service.CodeUnavailable,
-			"the session runs on another replica that could not be reached; try again")}
+		return Response{}, err
 	}
 	var fwd Response
 	if err := json.Unmarshal(out, &fwd); err != nil {
-		h.log.Warn("forwarded command: malformed answer", "session", req.Session, "op", req.Op, "err", err)
-		return Response{Re: req.ID, Error: service.Errorf(service.CodeUnavailable, "the session's replica gave no valid answer; try again")}
+		return Response{}, fmt.Errorf("forwarded command: malformed answer: %w", err)
 	}
 	fwd.Re = req.ID
-	return fwd
+	return fwd, nil
+}
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // ExecuteForwarded runs a session command another replica forwarded here

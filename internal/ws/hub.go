@@ -170,6 +170,10 @@ type Deps struct {
 	// Remote serves sessions owned by other replicas; nil: this process
 	// owns every session (SQLite) or answers unavailable for the others.
 	Remote Remote
+	// TakeoverWait bounds how long a command for a session whose owner
+	// cannot be reached waits for another replica (or this one) to take
+	// the session over before it is answered unavailable (the lease TTL).
+	TakeoverWait time.Duration
 	// StoredHead reads a session's stored head. When set (replicas on
 	// PostgreSQL), subscribers of local agents get only stored events:
 	// the writer reports each commit through Hub.Stored. A client of a
@@ -187,6 +191,7 @@ type Hub struct {
 	projections Projections
 	access      Access
 	remote      Remote
+	wait        time.Duration
 	storedHead  func(ctx context.Context, id string) (int64, error)
 	opts        Options
 
@@ -222,7 +227,7 @@ func New(d Deps) *Hub {
 	}
 	base, stop := context.WithCancel(context.Background())
 	h := &Hub{
-		log: log, svc: d.Service, mgr: d.Manager, projections: d.Projections, access: d.Access, remote: d.Remote, storedHead: d.StoredHead, opts: d.Options.withDefaults(),
+		log: log, svc: d.Service, mgr: d.Manager, projections: d.Projections, access: d.Access, remote: d.Remote, wait: d.TakeoverWait, storedHead: d.StoredHead, opts: d.Options.withDefaults(),
 		base: base, stop: stop,
 		conns: map[*conn]struct{}{}, topics: map[string]*topic{}, open: map[string]int{},
 		fanJobs: make(chan fanJob),

@@ -10,6 +10,16 @@ const CLOSE_REVOKED = 4401;
 // A message whose answer was lost is sent again (same id) for this long.
 const SEND_RETRY_FOR = 120_000;
 
+/** How long to wait before sending an unavailable request again: the
+ * server's retryAfter (seconds; a session moving between replicas) when it
+ * says one, else a jittered backoff from 125 ms up to 5 s. */
+export function retryDelay(err, attempt) {
+  const base = Math.min(5_000, 250 * 2 ** attempt);
+  const backoff = base / 2 + Math.random() * base / 2;
+  const after = Number(err && err.retryAfter) * 1000;
+  return after > 0 ? Math.max(after, backoff) : backoff;
+}
+
 export class Socket {
   /** @param {string} url */
   constructor(url) {
@@ -165,8 +175,7 @@ export class Socket {
           await this.whenOpen(deadline - Date.now());
           continue;
         }
-        const base = Math.min(5_000, 250 * 2 ** attempt);
-        await new Promise((r) => setTimeout(r, base / 2 + Math.random() * base / 2));
+        await new Promise((r) => setTimeout(r, retryDelay(err, attempt)));
       }
     }
   }
