@@ -359,6 +359,8 @@ type WorkspaceRoot struct {
 	Path   string   `json:"path"`
 	Users  []string `json:"users,omitempty"`
 	Shared bool     `json:"shared,omitempty"`
+	// Source is "config" (HARNESS_WORKSPACE_ROOTS) or "settings".
+	Source string `json:"source,omitempty"`
 }
 
 // WorkspaceDir is a directory the workspace picker offers.

@@ -19,22 +19,25 @@ import (
 
 // Request is one WebSocket request; Conn.Do fills ID when empty.
 type Request struct {
-	ID        string   `json:"id"`
-	Op        string   `json:"op"`
-	Session   string   `json:"session,omitempty"`
-	Since     *int64   `json:"since,omitempty"`
-	Render    string   `json:"render,omitempty"`
-	Batch     bool     `json:"batch,omitempty"`
-	Content   string   `json:"content,omitempty"`
-	KeepInbox bool     `json:"keepInbox,omitempty"`
-	Item      string   `json:"item,omitempty"`
-	Approval  string   `json:"approval,omitempty"`
-	Decision  string   `json:"decision,omitempty"`
-	Question  string   `json:"question,omitempty"`
-	Answers   []Answer `json:"answers,omitempty"`
-	Mode      string   `json:"mode,omitempty"`
-	Provider  string   `json:"provider,omitempty"`
-	Model     string   `json:"model,omitempty"`
+	ID      string `json:"id"`
+	Op      string `json:"op"`
+	Session string `json:"session,omitempty"`
+	Since   *int64 `json:"since,omitempty"`
+	Render  string `json:"render,omitempty"`
+	Batch   bool   `json:"batch,omitempty"`
+	Content string `json:"content,omitempty"`
+	// Attachments are ids of images uploaded to the session (followup,
+	// steer; UploadImage), sent after the text.
+	Attachments []string `json:"attachments,omitempty"`
+	KeepInbox   bool     `json:"keepInbox,omitempty"`
+	Item        string   `json:"item,omitempty"`
+	Approval    string   `json:"approval,omitempty"`
+	Decision    string   `json:"decision,omitempty"`
+	Question    string   `json:"question,omitempty"`
+	Answers     []Answer `json:"answers,omitempty"`
+	Mode        string   `json:"mode,omitempty"`
+	Provider    string   `json:"provider,omitempty"`
+	Model       string   `json:"model,omitempty"`
 	// Effort is a reasoning effort (set_effort; empty: the model's default).
 	Effort string `json:"effort,omitempty"`
 	// Tool names a tool (approvals.revoke).

@@ -11,6 +11,9 @@ type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RetryAfter is how many seconds to wait before sending the same
+	// request again (a session moving between replicas); 0: not said.
+	RetryAfter int `json:"retryAfter,omitempty"`
 }
 
 func (e *Error) Error() string {

@@ -81,20 +81,21 @@ type wireFrame struct {
 	Context    *ContextMeter  `json:"context"`
 	Compaction *CompactResult `json:"compaction"`
 
-	Ch          string          `json:"ch"`
-	Session     json.RawMessage `json:"session"`
-	Event       *Event          `json:"event"`
-	Events      []Event         `json:"events"`
-	HTML        string          `json:"html"`
-	Head        *int64          `json:"head"`
-	Status      string          `json:"status"`
-	Queue       *Queue          `json:"queue"`
-	Message     *Message        `json:"message"`
-	Turn        int             `json:"turn"`
-	Interaction *Interaction    `json:"interaction"`
-	Reason      string          `json:"reason"`
-	Tools       []string        `json:"tools"`
-	Err         json.RawMessage `json:"error"`
+	Ch          string             `json:"ch"`
+	Session     json.RawMessage    `json:"session"`
+	Event       *Event             `json:"event"`
+	Events      []Event            `json:"events"`
+	HTML        string             `json:"html"`
+	Head        *int64             `json:"head"`
+	Status      string             `json:"status"`
+	Queue       *Queue             `json:"queue"`
+	Message     *Message           `json:"message"`
+	Turn        int                `json:"turn"`
+	Interaction *Interaction       `json:"interaction"`
+	Reason      string             `json:"reason"`
+	Tools       []string           `json:"tools"`
+	Workspace   *WorkspaceProgress `json:"workspace"`
+	Err         json.RawMessage    `json:"error"`
 }
 
 // response builds the answer of an answer frame.
@@ -113,7 +114,7 @@ func (w *wireFrame) response() (Response, error) {
 func (w *wireFrame) push(p *Push, raw json.RawMessage) error {
 	*p = Push{
 		Ch: w.Ch, Event: w.Event, Events: w.Events, HTML: w.HTML, Head: w.Head, Status: w.Status, Queue: w.Queue,
-		Message: w.Message, Turn: w.Turn, Interaction: w.Interaction, Reason: w.Reason, Tools: w.Tools, Raw: raw,
+		Message: w.Message, Turn: w.Turn, Interaction: w.Interaction, Reason: w.Reason, Tools: w.Tools, Workspace: w.Workspace, Raw: raw,
 	}
 	if len(w.Session) > 0 && w.Session[0] == '{' {
 		var row struct {

@@ -13,10 +13,13 @@ const (
 
 // SessionRow is a session as lists and the sidebar show it.
 type SessionRow struct {
-	ID        string    `json:"id"`
-	Title     string    `json:"title"`
-	OwnerID   string    `json:"ownerId"`
-	ParentID  string    `json:"parentId,omitempty"`
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	OwnerID  string `json:"ownerId"`
+	ParentID string `json:"parentId,omitempty"`
+	// Kind is "subagent" for a subagent's session (ParentID is the parent
+	// whose task call runs it); "" for ordinary sessions.
+	Kind      string    `json:"kind,omitempty"`
 	Provider  string    `json:"provider"`
 	Model     string    `json:"model"`
 	Mode      string    `json:"mode"`
@@ -197,6 +200,13 @@ type Source struct {
 	Model    string `json:"model,omitempty"`
 	CallID   string `json:"callId,omitempty"`
 	Plugin   string `json:"plugin,omitempty"`
+	// Form is a plugin message's presentation hint (snapshot, notice,
+	// instructions); CompactionID names a compaction's checkpoint.
+	Form         string `json:"form,omitempty"`
+	CompactionID string `json:"compactionId,omitempty"`
+	// Session is the parent session of an agent-written message (a
+	// subagent's prompt).
+	Session string `json:"session,omitempty"`
 }
 
 // Interaction is a pending or resolved approval or question.
@@ -277,6 +287,10 @@ type Failure struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Status  int    `json:"status,omitempty"`
+	// RetryAfterMs is the provider's Retry-After hint; RequestID its
+	// request id.
+	RetryAfterMs int64  `json:"providerRetryAfterMs,omitempty"`
+	RequestID    string `json:"requestId,omitempty"`
 }
 
 // Route is a provider and model.
@@ -304,11 +318,21 @@ type Provider struct {
 
 // Model is catalog metadata of a model.
 type Model struct {
-	ID            string   `json:"id"`
-	Label         string   `json:"label"`
-	ContextWindow int64    `json:"contextWindow,omitempty"`
-	Efforts       []string `json:"efforts,omitempty"`
-	DefaultEffort string   `json:"defaultEffort,omitempty"`
+	ID               string   `json:"id"`
+	Label            string   `json:"label"`
+	ContextWindow    int64    `json:"contextWindow,omitempty"`
+	DefaultMaxTokens int      `json:"defaultMaxTokens,omitempty"`
+	Efforts          []string `json:"efforts,omitempty"`
+	DefaultEffort    string   `json:"defaultEffort,omitempty"`
+	// Price is the route's price list; nil: not priced.
+	Price *Price `json:"price,omitempty"`
+}
+
+// Price is what a route charges per million tokens.
+type Price struct {
+	Input       float64 `json:"input"`
+	CachedInput float64 `json:"cachedInput"`
+	Output      float64 `json:"output"`
 }
 
 // Member is a grant on a session.
