@@ -2,6 +2,8 @@ package client
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -81,4 +83,33 @@ func TestAnswerDecoding(t *testing.T) {
 	if CodeOf(r.Error) != "forbidden" || CodeOf(nil) != "" {
 		t.Fatal("CodeOf")
 	}
+}
+
+// TestWireFrameCarriesEveryField: the reader decodes each frame once into
+// wireFrame and copies it into a Response or a Push, so a field of those
+// that wireFrame lacks would never be filled (Push.Workspace once was).
+func TestWireFrameCarriesEveryField(t *testing.T) {
+	t.Parallel()
+	frame := map[string]bool{}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[wireFrame]()) {
+		frame[jsonName(f)] = true
+	}
+	// Fields of Push the reader fills from others (session, error) or
+	// from the whole frame (Raw).
+	derived := map[string]bool{"Session": true, "Failure": true, "Error": true, "Row": true, "Deleted": true, "Raw": true}
+	for _, typ := range []reflect.Type{reflect.TypeFor[Response](), reflect.TypeFor[Push]()} {
+		for _, f := range reflect.VisibleFields(typ) {
+			if typ == reflect.TypeFor[Push]() && derived[f.Name] {
+				continue
+			}
+			if !frame[jsonName(f)] {
+				t.Errorf("%s.%s (%q) is not in wireFrame: the reader never fills it", typ.Name(), f.Name, jsonName(f))
+			}
+		}
+	}
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
 }

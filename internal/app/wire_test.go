@@ -175,7 +175,7 @@ func roundTrip(f *filler, from, to reflect.Type, ignore map[string]string) []str
 	d := json.NewDecoder(bytes.NewReader(sent))
 	d.DisallowUnknownFields()
 	if err := d.Decode(out.Interface()); err != nil {
-		return []string{"decode " + string(sent) + ": " + err.Error()}
+		return []string{"decode: " + err.Error() + " (sent " + string(sent) + ")"}
 	}
 	back, err := json.Marshal(out.Interface())
 	if err != nil {
@@ -260,12 +260,43 @@ func TestWirePushes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The frame as ws.eventFrameRaw and withHTML write it.
+		// The frame as ws's eventFrameRaw and withHTML write it.
 		frame := []byte(`{"ch":"session/event","session":"s","event":` + string(raw) + `,"html":"h"}`)
 		if problems := pushRoundTrip(frame); len(problems) > 0 {
 			t.Errorf("frame %s:\n%s", frame, strings.Join(problems, "\n"))
 		}
 	})
+}
+
+// TestWireChangedRow: a sessions/changed push's session is a full row,
+// which client.Push hands over as Row.
+func TestWireChangedRow(t *testing.T) {
+	t.Parallel()
+	v, err := wireFiller(t).filled(reflect.TypeFor[service.SessionRow]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := json.Marshal(v.Interface())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The frame as ws's changedPush writes it.
+	var p client.Push
+	if err := json.Unmarshal([]byte(`{"ch":"sessions/changed","session":`+string(row)+`}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Row == nil || p.Deleted || p.Session != p.Row.ID {
+		t.Fatalf("push %+v: want a row", p)
+	}
+	back, err := json.Marshal(p.Row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := generic(row)
+	got, _ := generic(back)
+	for _, d := range jsonDiff("", want, got) {
+		t.Error(d)
+	}
 }
 
 // pushRoundTrip decodes frame into a client.Push and compares the frame
