@@ -32,13 +32,16 @@ account commands (they open the database themselves; stop the server first when 
   import FILE... --owner NAME  import session logs (Harness exports, DeepSeek Harness logs) for NAME
 safe while the server runs:
   backup FILE                  copy the SQLite database to the new file FILE (mode 0600); PostgreSQL: use pg_dump
+  events SESSION [--since N] [--type T]
+                               print a session's stored events as JSON lines, from seq N (default 0);
+                               SESSION may be the start of an id that names one session
 `
 
 // errUsage marks a malformed command line; RunCLI prints the usage.
 var errUsage = errors.New("usage")
 
 // RunCLI runs the subcommands of the server binary ("user ...",
-// "token ...", "import ...", "backup FILE"). handled is false when args is
+// "token ...", "import ...", "backup FILE", "events SESSION"). handled is false when args is
 // none of them and holds only flags, so main goes on to serve; any other
 // word (cfg.Args, what config.Load left after the flags) is an unknown
 // command, refused with the list rather than served: a mistyped command
@@ -50,6 +53,9 @@ func RunCLI(ctx context.Context, cfg config.Config, args []string, stdin io.Read
 	}
 	if len(args) > 0 && args[0] == "backup" {
 		return true, runBackup(ctx, cfg, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "events" {
+		return true, runEvents(ctx, cfg, args[1:], stdout, stderr)
 	}
 	defer func() {
 		if errors.Is(err, errUsage) {

@@ -1,6 +1,7 @@
 // Command web runs the Harness server: `go run ./cmd/web`. With `user` or
 // `token` as first argument it manages accounts instead, with `backup` it
-// copies the live SQLite database (see README).
+// copies the live SQLite database, with `events` it prints a session's log
+// (see README).
 package main
 
 import (
@@ -31,7 +32,7 @@ func run(args []string) error {
 	defer stop()
 
 	cfgArgs := args
-	if len(args) > 0 && (args[0] == "user" || args[0] == "token" || args[0] == "import" || args[0] == "backup") {
+	if len(args) > 0 && (args[0] == "user" || args[0] == "token" || args[0] == "import" || args[0] == "backup" || args[0] == "events") {
 		cfgArgs = nil
 	}
 	cfg, err := config.Load(cfgArgs, os.Getenv)

@@ -103,6 +103,31 @@ func (s *Store) GetSession(ctx context.Context, id string) (*Session, error) {
 	return &sess, nil
 }
 
+// SessionIDByPrefix returns the id of the session whose id is prefix or,
+// failing that, of the one session whose id starts with it, for an
+// operator who pasted the first characters of an id. Only lower-case hex
+// and dashes (a UUID's characters) are matched as a prefix, so nothing in
+// prefix is a LIKE wildcard; two matches are an error naming both.
+func (s *Store) SessionIDByPrefix(ctx context.Context, prefix string) (string, error) {
+	var ids []string
+	if err := s.DB.R.WithContext(ctx).Model(&Session{}).Where("id = ?", prefix).Limit(1).Pluck("id", &ids).Error; err != nil {
+		return "", fmt.Errorf("find session %s: %w", prefix, err)
+	}
+	if len(ids) == 0 && prefix != "" && strings.Trim(prefix, "0123456789abcdef-") == "" {
+		err := s.DB.R.WithContext(ctx).Model(&Session{}).Where("id LIKE ?", prefix+"%").Order("id").Limit(2).Pluck("id", &ids).Error
+		if err != nil {
+			return "", fmt.Errorf("find session %s: %w", prefix, err)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("session %s: %w", prefix, ErrNotFound)
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("session %s: the prefix matches several sessions (%s, %s, ...); give more of the id", prefix, ids[0], ids[1])
+}
+
 // UpdateSession sets the fields of u that are not nil and bumps
 // updated_at unless u sets it. An empty update changes nothing.
 func (s *Store) UpdateSession(ctx context.Context, id string, u SessionUpdate) error {
