@@ -120,11 +120,11 @@ func describeValidation(err error) error {
 	for e := err; e != nil; {
 		inner := errors.Unwrap(e)
 		if inner == nil {
-			return fmt.Errorf("at /%s: %s", strings.Join(loc, "/"), e.Error())
+			return fmt.Errorf("at /%s: %s", strings.Join(loc, "/"), clip(e.Error()))
 		}
 		path, ok := strings.CutPrefix(strings.TrimSuffix(e.Error(), ": "+inner.Error()), "validating ")
 		if !ok {
-			return fmt.Errorf("at /%s: %s", strings.Join(loc, "/"), e.Error())
+			return fmt.Errorf("at /%s: %s", strings.Join(loc, "/"), clip(e.Error()))
 		}
 		segs := pathSegments(path)
 		if isPrefix(prev, segs) {
@@ -136,6 +136,18 @@ func describeValidation(err error) error {
 		e = inner
 	}
 	return err
+}
+
+// maxProblem bounds the problem's text: the validator quotes the offending
+// value whole (a 1 MB string over maxLength, or invalid JSON as a string),
+// and the message goes back into the model's context.
+const maxProblem = 300
+
+func clip(s string) string {
+	if len(s) <= maxProblem {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxProblem], "") + "…"
 }
 
 // pathSegments splits a schema path ("root", "/properties/a", or an $id)

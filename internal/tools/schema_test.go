@@ -30,6 +30,8 @@ func TestValidateArgsLocatesTheProblem(t *testing.T) {
 			`{"x":1}`, `at /: unexpected additional properties ["x"]`},
 		{"enum", `{"type":"object","properties":{"format":{"enum":["text","markdown"]}}}`,
 			`{"format":"pdf"}`, `at /format: enum:`},
+		{"long value", `{"type":"object","properties":{"s":{"type":"string","maxLength":3}}}`,
+			`{"s":"` + strings.Repeat("é", 1<<20) + `"}`, `at /s: maxLength:`},
 		{"property name with a slash", `{"type":"object","properties":{"a/b":{"type":"integer"}}}`,
 			`{"a/b":"x"}`, `at /a~1b: type:`},
 	}
@@ -42,7 +44,11 @@ func TestValidateArgsLocatesTheProblem(t *testing.T) {
 			}
 			err = validateArgs(rs, json.RawMessage(tt.args))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-				t.Fatalf("error %v, want it to start with %q", err, tt.want)
+				t.Fatalf("error %.500v, want it to start with %q", err, tt.want)
+			}
+			// The offending value is quoted, but not whole.
+			if len(err.Error()) > 400 {
+				t.Fatalf("message of %d bytes", len(err.Error()))
 			}
 		})
 	}
