@@ -66,11 +66,10 @@ func run(args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("harness serving", "url", "http://"+ln.Addr().String(), "data", cfg.DataDir, "ready_in", time.Since(started).Round(time.Millisecond))
-	// Starting allocates about 9 MB of which under 3 MB stay live (package
-	// initialisation parses chroma's lexer definitions and the JSON Schema
-	// meta-schemas); the runtime keeps the freed pages for a while. Give
-	// them back once, off the first requests' path: an idle server then
-	// holds about its live heap (docs/performance.md).
+	// Starting allocates several MB of which under 3 MB stay live (package
+	// initialisation and the app's wiring); the runtime keeps the freed
+	// pages for a while. Give them back once, off the first requests' path:
+	// an idle server then holds about its live heap (docs/performance.md).
 	time.AfterFunc(time.Second, debug.FreeOSMemory)
 
 	select {

@@ -12,6 +12,7 @@ import (
 	"harness/internal/session"
 	"harness/internal/testkit"
 	"harness/internal/testkit/poll"
+	"harness/internal/tools"
 )
 
 // referenceServers is the directory where .ci/run installs the reference
@@ -69,6 +70,12 @@ func TestReferenceServers(t *testing.T) {
 	e.st.WaitIdle(t, s.ID)
 	if r := e.result(s.ID); r.Message.Content[0].IsError || !strings.Contains(resultText(r), "hello from harness") {
 		t.Fatalf("echo: %+v", r)
+	}
+	// The server's draft-07 input schema is enforced before anyone is asked.
+	e.send(s.ID, `call: everything__echo {"message": 5}`)
+	e.st.WaitIdle(t, s.ID)
+	if r := e.result(s.ID); r.Error == nil || r.Error.Code != tools.CodeInvalidArgs || !strings.Contains(resultText(r), "at /message: type:") {
+		t.Fatalf("echo with a number: %+v", r)
 	}
 
 	e.send(s.ID, `call: filesystem__read_text_file {"path": "notes.txt"}`)

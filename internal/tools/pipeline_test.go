@@ -142,7 +142,7 @@ func TestArgumentNormalization(t *testing.T) {
 	if v, _ := got.Load("good"); v != `{"n": 2}` {
 		t.Fatalf("good args: body got %v", v)
 	}
-	for id, mention := range map[string]string{"notjson": "not valid JSON", "wrongtype": "/n", "extra": "m", "array": "got array"} {
+	for id, mention := range map[string]string{"notjson": "not valid JSON", "wrongtype": "/n", "extra": "m", "array": `has type "array"`} {
 		r := c[id]
 		if _, ran := got.Load(id); ran {
 			t.Errorf("%s: body ran", id)

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // validName is what OpenAI-compatible providers accept as a function name.
@@ -18,7 +18,7 @@ type entry struct {
 	def Definition
 	// schema is the compiled parameter schema: compiled by newEntry, or on
 	// first use for a definition added with RegisterLazy.
-	schema func() (*jsonschema.Schema, error)
+	schema func() (*jsonschema.Resolved, error)
 }
 
 // newEntry checks d and compiles its schema.
@@ -50,7 +50,7 @@ func newLazyEntry(d Definition) (*entry, error) {
 		return nil, fmt.Errorf("tool %q: negative timeout", d.Name)
 	}
 	d.Parameters = append([]byte(nil), d.Parameters...) // own the bytes
-	return &entry{def: d, schema: sync.OnceValues(func() (*jsonschema.Schema, error) {
+	return &entry{def: d, schema: sync.OnceValues(func() (*jsonschema.Resolved, error) {
 		return compileSchema(d.Name, d.Parameters)
 	})}, nil
 }
@@ -93,9 +93,8 @@ func (r *Registry) add(e *entry) error {
 }
 
 // RegisterLazy is Register that checks d now but compiles its parameter
-// schema on first use. Compiling the first schema of a process compiles the
-// JSON Schema drafts' meta-schemas (about 15 ms), which a server start
-// should not pay for tools it may not call for a while. Use it for static
+// schema on first use, so a server start does not parse and resolve schemas
+// of tools it may not call for a while. Use it for static
 // schemas that a test compiles (a broken one then fails its calls with
 // INVALID_ARGS, never a panic).
 func (r *Registry) RegisterLazy(d Definition) error {

@@ -126,7 +126,7 @@ func Definitions(opts Options) []tools.Definition {
 
 // Register registers every built-in tool in r. Their parameter schemas are
 // compiled on first use (Registry.RegisterLazy), so a server start does not
-// pay for the JSON Schema meta-schemas; the schemas are static and
+// pay for them; the schemas are static and
 // TestSchemasCompile compiles them all.
 func Register(r *tools.Registry, opts Options) error {
 	for _, d := range Definitions(opts) {
