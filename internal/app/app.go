@@ -250,7 +250,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		md := a.Markdown
 		projections = func(id string, l *session.Log, upto int64) ws.Projector {
 			return render.NewProjection(md, id, l, upto, render.ProjectionOptions{
-				Context: func() (render.ContextFigures, bool) { return a.liveContext(id) },
+				Meter:   true,
 				Figures: func(seq int64) (render.SessionFigures, bool) { return a.liveFigures(figures, id, l, seq) },
 				// The header's model label, named as the page names it.
 				ModelLabel: func(provider, model string) (string, bool) {
@@ -330,17 +330,6 @@ func (a *App) setupProviders(ctx context.Context, opts Options) error {
 	p, m := a.Providers.Default()
 	a.Log.Info("model routes ready", "default", p, "model", m, "offline", p == demo.Info().Name)
 	return nil
-}
-
-// liveContext is a loaded session's context meter, for the live
-// projections. It runs on a session topic's projector, so its one possible
-// read (the stored route of a session that never made a request) is
-// bounded.
-func (a *App) liveContext(id string) (render.ContextFigures, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	m, ok := a.Service.LiveContext(ctx, id)
-	return render.ContextFigures{Tokens: m.Tokens, Window: m.Window}, ok
 }
 
 // liveFigures are a session's figures as of the turn/end at seq, for
