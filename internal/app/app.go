@@ -113,6 +113,9 @@ type App struct {
 	// reaches (webfetch.go).
 	reserved reserved
 
+	// projections make the live views the hub pushes (ws.Deps).
+	projections ws.Projections
+
 	stopDemo   func()
 	ownSandbox bool // New made the sandbox: Close removes its cgroups
 	closeOnce  sync.Once
@@ -245,12 +248,15 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 	// One book of session figures for the pages and the live footers, so
 	// each session's log is folded for them once.
 	figures := render.NewFigureBook(0)
-	projections := opts.Projections
-	if projections == nil {
+	a.projections = opts.Projections
+	if a.projections == nil {
 		md := a.Markdown
-		projections = func(id string, l *session.Log, upto int64) ws.Projector {
+		// Nothing here reads the store: a fragment is a function of the
+		// events (docs/architecture.md), so a slow database never stalls
+		// a session's viewers.
+		a.projections = func(id string, l *session.Log, upto int64) ws.Projector {
 			return render.NewProjection(md, id, l, upto, render.ProjectionOptions{
-				Context: func() (render.ContextFigures, bool) { return a.liveContext(id) },
+				Meter:   true,
 				Figures: func(seq int64) (render.SessionFigures, bool) { return a.liveFigures(figures, id, l, seq) },
 				// The header's model label, named as the page names it.
 				ModelLabel: func(provider, model string) (string, bool) {
@@ -261,7 +267,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		}
 	}
 	a.setupReplica()
-	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: projections, Access: a.Auth,
+	a.Hub = ws.New(ws.Deps{Log: log, Service: a.Service, Manager: a.Manager, Projections: a.projections, Access: a.Auth,
 		Remote: a.wsRemote(), TakeoverWait: cfg.Replica.LeaseTTL, StoredHead: a.storedHead(), Options: wsOptions(opts.WS, cfg.ClientLimits)})
 	if a.Replica != nil {
 		a.Replica.SetExecutor(a.Hub.ExecuteForwarded)
@@ -330,17 +336,6 @@ func (a *App) setupProviders(ctx context.Context, opts Options) error {
 	p, m := a.Providers.Default()
 	a.Log.Info("model routes ready", "default", p, "model", m, "offline", p == demo.Info().Name)
 	return nil
-}
-
-// liveContext is a loaded session's context meter, for the live
-// projections. It runs on a session topic's projector, so its one possible
-// read (the stored route of a session that never made a request) is
-// bounded.
-func (a *App) liveContext(id string) (render.ContextFigures, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	m, ok := a.Service.LiveContext(ctx, id)
-	return render.ContextFigures{Tokens: m.Tokens, Window: m.Window}, ok
 }
 
 // liveFigures are a session's figures as of the turn/end at seq, for

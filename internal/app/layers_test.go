@@ -51,6 +51,22 @@ var closed = []struct {
 		"the client speaks the wire protocol only"},
 }
 
+// sessionIO are the packages that reach outside the process: the session
+// log is data, so internal/session imports none of them (its bytes reach
+// disk through the store, the network through the hub).
+var sessionIO = []string{"os", "os/", "net", "net/", "syscall", "io/fs", "io/ioutil", "plugin", "database/", "gorm.io/"}
+
+// databaseAPIs are the SQL layers only internal/models (and what is below
+// it) may use: every package above reads and writes through models.Store.
+var databaseAPIs = []string{"database/sql", "database/sql/", "gorm.io/"}
+
+// databaseExceptions are packages above models that open the database
+// themselves, with the reason.
+var databaseExceptions = map[string]string{
+	"internal/auth/authtest": "test helper: creates and drops a PostgreSQL schema per test, as the server's administrator",
+	"cmd/loadgen":            "measurement tool: watches session_leases from outside the servers it kills",
+}
+
 const module = "harness/"
 
 // match reports whether pkg is pattern (or under it, for a prefix).
@@ -108,6 +124,34 @@ func violations(graph map[string][]string) []string {
 	return out
 }
 
+// externalViolations checks a graph (package → its non-test imports from
+// outside the module) against sessionIO and databaseAPIs.
+func externalViolations(graph map[string][]string) []string {
+	var out []string
+	models, _ := layerOf("internal/models")
+	pkgs := make([]string, 0, len(graph))
+	for p := range graph {
+		pkgs = append(pkgs, p)
+	}
+	slices.Sort(pkgs)
+	for _, from := range pkgs {
+		lf, _ := layerOf(from)
+		for _, to := range graph[from] {
+			if from == "internal/session" && matchAny(sessionIO, to) {
+				out = append(out, fmt.Sprintf("internal/session imports %s: the session log does no I/O (docs/architecture.md)", to))
+			}
+			if lf > models && matchAny(databaseAPIs, to) && databaseExceptions[from] == "" {
+				out = append(out, fmt.Sprintf("%s imports %s: only internal/models speaks SQL; above it go through models.Store (docs/architecture.md)", from, to))
+			}
+		}
+	}
+	return out
+}
+
+func matchAny(patterns []string, pkg string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return match(p, pkg) })
+}
+
 // closedEdge describes the closed edge from → to, "" when it is not one.
 func closedEdge(from, to string) string {
 	for _, c := range closed {
@@ -123,9 +167,11 @@ func closedEdge(from, to string) string {
 	return ""
 }
 
-// importGraph lists the module's packages and their non-test imports of
-// module packages with go list (which needs no successful build).
-func importGraph(t *testing.T) map[string][]string {
+// importGraph lists the module's packages and their non-test imports with
+// go list (which needs no successful build): those of module packages
+// (paths relative to the module) and the others (standard library and
+// dependencies).
+func importGraph(t *testing.T) (mod, ext map[string][]string) {
 	t.Helper()
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -139,32 +185,41 @@ func importGraph(t *testing.T) map[string][]string {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	graph := map[string][]string{}
+	mod, ext = map[string][]string{}, map[string][]string{}
 	for line := range strings.Lines(string(out)) {
 		f := strings.Fields(line)
 		if len(f) == 0 || !strings.HasPrefix(f[0], module) {
 			continue
 		}
 		from := strings.TrimPrefix(f[0], module)
-		graph[from] = []string{}
+		mod[from], ext[from] = []string{}, []string{}
 		for _, imp := range f[1:] {
 			if strings.HasPrefix(imp, module) {
-				graph[from] = append(graph[from], strings.TrimPrefix(imp, module))
+				mod[from] = append(mod[from], strings.TrimPrefix(imp, module))
+			} else {
+				ext[from] = append(ext[from], imp)
 			}
 		}
 	}
-	if len(graph) < 10 {
-		t.Fatalf("go list found %d packages; is the test running inside the module?", len(graph))
+	if len(mod) < 10 {
+		t.Fatalf("go list found %d packages; is the test running inside the module?", len(mod))
 	}
-	return graph
+	return mod, ext
 }
 
 // TestLayers holds docs/architecture.md: every import between the module's
-// packages follows the layers and none of the closed edges is open.
+// packages follows the layers and none of the closed edges is open; the
+// session log imports no I/O package, and nothing above models speaks SQL.
 func TestLayers(t *testing.T) {
 	t.Parallel()
-	for _, v := range violations(importGraph(t)) {
+	mod, ext := importGraph(t)
+	for _, v := range append(violations(mod), externalViolations(ext)...) {
 		t.Error(v)
+	}
+	for pkg := range databaseExceptions {
+		if !slices.ContainsFunc(ext[pkg], func(imp string) bool { return matchAny(databaseAPIs, imp) }) {
+			t.Errorf("%s no longer imports a SQL package: remove it from databaseExceptions", pkg)
+		}
 	}
 }
 
@@ -192,6 +247,42 @@ func TestLayersCatchSideDoors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := violations(c.graph)
+			if c.want == "" {
+				if len(got) > 0 {
+					t.Errorf("violations %q, want none", got)
+				}
+				return
+			}
+			if !slices.ContainsFunc(got, func(v string) bool { return strings.Contains(v, c.want) }) {
+				t.Errorf("violations %q, want one containing %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestLayersCatchExternalImports checks the external-import rules on
+// made-up graphs.
+func TestLayersCatchExternalImports(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		graph map[string][]string
+		want  string // "" = no violation
+	}{
+		{"session's pure imports", map[string][]string{"internal/session": {"encoding/json", "sync", "time", "crypto/sha256"}}, ""},
+		{"session opens files", map[string][]string{"internal/session": {"os"}}, "internal/session imports os:"},
+		{"session runs commands", map[string][]string{"internal/session": {"os/exec"}}, "internal/session imports os/exec:"},
+		{"session dials", map[string][]string{"internal/session": {"net/http"}}, "internal/session imports net/http:"},
+		{"session reads the database", map[string][]string{"internal/session": {"database/sql"}}, "internal/session imports database/sql:"},
+		{"models speaks SQL", map[string][]string{"internal/models": {"database/sql", "gorm.io/gorm"}}, ""},
+		{"service uses gorm", map[string][]string{"internal/service": {"gorm.io/gorm"}}, "internal/service imports gorm.io/gorm: only internal/models"},
+		{"render uses database/sql", map[string][]string{"internal/render": {"database/sql"}}, "internal/render imports database/sql"},
+		{"a listed exception", map[string][]string{"cmd/loadgen": {"database/sql"}}, ""},
+		{"os above session", map[string][]string{"internal/driver": {"os", "net"}}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := externalViolations(c.graph)
 			if c.want == "" {
 				if len(got) > 0 {
 					t.Errorf("violations %q, want none", got)

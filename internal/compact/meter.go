@@ -309,3 +309,22 @@ func sameHeader(a, b *pricedHeader) bool {
 	}
 	return a.key == b.key
 }
+
+// Fold measures one log event by event. A Meter measures as of a log's
+// end, whenever asked; a reader whose answer must depend on the events only
+// (the live projection, whose fragment for event N is the same whenever it
+// is built) keeps its own Fold and feeds it each event in order.
+type Fold struct{ f fold }
+
+// Apply folds the next event; lookup finds an earlier event by seq (the
+// chunks an assistant message cites), and may be nil.
+func (f *Fold) Apply(ev session.Event, lookup func(int64) (session.Event, bool)) {
+	if lookup == nil {
+		lookup = func(int64) (session.Event, bool) { return session.Event{}, false }
+	}
+	f.f.apply(ev, lookup)
+	f.f.consumed = ev.Seq + 1
+}
+
+// Tokens is the size of the next request as of the events folded.
+func (f *Fold) Tokens() int64 { return f.f.measurement(0).TotalTokens }

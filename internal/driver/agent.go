@@ -544,7 +544,8 @@ func (a *Agent) SetModel(ctx context.Context, provider, model string, by *sessio
 	if model == "" {
 		model = p.Info().DefaultModel
 	}
-	if _, err := a.log.Append(session.TypeModelSelected, session.ModelSelected{Provider: provider, Model: model, By: by}); err != nil {
+	if _, err := a.log.Append(session.TypeModelSelected, session.ModelSelected{Provider: provider, Model: model, By: by,
+		ContextWindow: p.Info().Model(model).ContextWindow}); err != nil {
 		return err
 	}
 	return a.durable(ctx)

@@ -48,9 +48,7 @@ func BenchmarkProjectionApply(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			evs := c.evs(b)
 			md := render.NewMarkdown()
-			opts := render.ProjectionOptions{Context: func() (render.ContextFigures, bool) {
-				return render.ContextFigures{Tokens: 1000, Window: 128_000}, true
-			}}
+			opts := render.ProjectionOptions{Meter: true}
 			start := time.Now()
 			for b.Loop() {
 				p := render.NewProjection(md, "bench", nil, 0, opts)

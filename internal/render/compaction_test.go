@@ -144,24 +144,18 @@ func TestContextMeterGolden(t *testing.T) {
 	}
 }
 
-// TestLiveMeterFollowsTheContext: with a context source, the events that
+// TestLiveMeterFollowsTheContext: with the meter on, the events that
 // change the context carry the meter (upserted into the header), others
-// do not, and the source is asked once per such event whatever the number
-// of viewer classes; over the fixture it rises turn by turn, drops at each
+// do not, and every class gets the same one; its figures are compact's
+// measurement of the log up to the event (the window from the latest
+// request/context); over the fixture it rises turn by turn, drops at each
 // compaction's checkpoint, and the transcript is unaffected.
 func TestLiveMeterFollowsTheContext(t *testing.T) {
 	t.Parallel()
 	evs := loadFixture(t, "compaction")
 	meter := compact.NewMeter()
-	var cur *session.Log
-	calls := 0
-	r := newLive(nil, 0, render.ProjectionOptions{
-		Context: func() (render.ContextFigures, bool) {
-			calls++
-			m := meter.Measure(cur, 6_000)
-			return render.ContextFigures{Tokens: m.TotalTokens, Window: m.ContextWindow}, true
-		},
-	})
+	r := newLive(fixtureLog(t, evs), 0, render.ProjectionOptions{Meter: true})
+	window := "0"
 	p := newPage(t)
 	type reading struct {
 		ev   session.Event
@@ -169,28 +163,30 @@ func TestLiveMeterFollowsTheContext(t *testing.T) {
 	}
 	var readings []reading
 	for i, ev := range evs {
-		cur = fixtureLog(t, evs[:i+1])
-		before := calls
 		h := live(t, r, ev, owner)
 		for _, c := range []class{reader, shareLink, owner} {
 			if again, err := r.Fragment(c.canAnswer, c.viewerID); err != nil || strings.Contains(again, `data-parent="chat-head"`) != strings.Contains(h, `data-parent="chat-head"`) {
 				t.Fatalf("seq %d: class %+v: meter differs (%v)", ev.Seq, c, err)
 			}
 		}
-		if calls-before > 1 {
-			t.Fatalf("seq %d: the context source was asked %d times", ev.Seq, calls-before)
+		if ev.Type == session.TypeRequestContext {
+			window = "6000"
 		}
 		p.apply(t, h)
 		has := strings.Contains(h, `data-parent="chat-head"`)
 		switch ev.Type {
-		case session.TypeUserMessage, session.TypeAssistantMessage, session.TypeToolResult, session.TypeCompactionEnd, session.TypeModelSelected:
+		case session.TypeUserMessage, session.TypeAssistantMessage, session.TypeToolResult, session.TypeCompactionEnd,
+			session.TypeModelSelected, session.TypeRequestContext:
 			if !has {
 				t.Fatalf("seq %d %s: no meter", ev.Seq, ev.Type)
 			}
 			m := p.byID("ctx-meter")
 			used, err := strconv.ParseInt(attr(m, "data-used"), 10, 64)
-			if err != nil || attr(m, "data-window") != "6000" {
-				t.Fatalf("seq %d: meter %s", ev.Seq, renderNode(t, m))
+			if err != nil || attr(m, "data-window") != window {
+				t.Fatalf("seq %d: meter %s, want window %s", ev.Seq, renderNode(t, m), window)
+			}
+			if want := meter.Measure(fixtureLog(t, evs[:i+1]), 0).TotalTokens; used != want {
+				t.Fatalf("seq %d: meter %d tokens, compact measures %d", ev.Seq, used, want)
 			}
 			readings = append(readings, reading{ev, used})
 		default:

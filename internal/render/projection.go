@@ -8,6 +8,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"harness/internal/compact"
 	"harness/internal/llm"
 	"harness/internal/session"
 )
@@ -25,11 +26,13 @@ const maxPrime = 8192
 
 // ProjectionOptions tune a live Projection.
 type ProjectionOptions struct {
-	// Context measures the session's context meter; called at most once
-	// per event that changes the meter (user/assistant message, tool
-	// result, compaction end, model selected), from Apply. nil: no meter
-	// fragments.
-	Context func() (ContextFigures, bool)
+	// Meter upserts the header's context meter at the events that change
+	// it (user/assistant message, tool result, compaction end, model
+	// selected, request context), measured from the events alone: the
+	// projection folds the whole log for it (compact.Fold), and the window
+	// is the one the latest request/context or model/selected carries.
+	// false: no meter fragments.
+	Meter bool
 	// PreviewInterval overrides DefaultPreviewInterval.
 	PreviewInterval time.Duration
 	// ModelLabel names the route a model/selected event picks, for the
@@ -61,9 +64,10 @@ type Projection struct {
 	// figures-only projections (a FigureBook's) build no items at all.
 	live        bool
 	figuresOnly bool
-	viewerID    string // page: the viewer the user bubbles are built for
-	attachBase  string // the images' URL prefix (FoldOptions.AttachmentBase)
-	context     func() (ContextFigures, bool)
+	viewerID    string       // page: the viewer the user bubbles are built for
+	attachBase  string       // the images' URL prefix (FoldOptions.AttachmentBase)
+	log         *session.Log // earlier events, for the meter's lookups
+	measure     bool
 	label       ModelLabelFunc
 	figures     func(seq int64) (SessionFigures, bool)
 	interval    int64 // preview interval, ms
@@ -88,6 +92,9 @@ type Projection struct {
 	todos    []session.Todo
 	usage    *llm.Usage
 	window   int64
+	// The meter's fold and window (ProjectionOptions.Meter).
+	ctxFold   compact.Fold
+	ctxWindow int64
 
 	// The last applied event's change (live).
 	ops []op
@@ -142,7 +149,7 @@ func newProjection(md *Markdown, live bool) *Projection {
 // long log. l may be nil (nothing primed).
 func NewProjection(md *Markdown, id string, l *session.Log, upto int64, opts ProjectionOptions) *Projection {
 	p := newProjection(md, true)
-	p.id, p.context, p.label, p.figures = id, opts.Context, opts.ModelLabel, opts.Figures
+	p.id, p.measure, p.label, p.figures = id, opts.Meter, opts.ModelLabel, opts.Figures
 	// Live fragments go to every viewer of the topic alike: images are
 	// linked as people reach them; a share-link page rewrites the prefix
 	// to its own (transcript.js).
@@ -153,7 +160,11 @@ func NewProjection(md *Markdown, id string, l *session.Log, upto int64, opts Pro
 	if l == nil {
 		return p
 	}
+	p.log = l
 	upto = min(upto, l.Len())
+	if p.measure {
+		p.primeMeter(l, upto)
+	}
 	from := upto - 1
 	for ; from > 0 && from > upto-maxPrime; from-- {
 		ev, ok := l.Event(from)
@@ -174,21 +185,22 @@ func NewProjection(md *Markdown, id string, l *session.Log, upto int64, opts Pro
 }
 
 // Apply folds the next event (events arrive in seq order, each once). A
-// malformed event is an error and changes nothing (its Fragment is "").
+// malformed event is an error and shows nothing (its Fragment is "").
 func (p *Projection) Apply(ev session.Event) error {
 	p.ops, p.author, p.panel, p.meter, p.footer = p.ops[:0], nil, false, nil, nil
 	p.frags = [4]cachedFragment{}
+	if p.measure {
+		// Every event, as priming folds them, malformed or not.
+		p.foldMeter(ev)
+	}
 	if err := p.apply(ev); err != nil {
 		p.ops, p.author, p.panel = p.ops[:0], nil, false
 		// The decode error names the event's type and seq.
 		return fmt.Errorf("render: session %s: %w", p.id, err)
 	}
-	if p.context != nil && meterEvents[ev.Type] {
-		// The figures are the session's as of now: the meter is
-		// incremental and measured once for every viewer.
-		if c, ok := p.context(); ok {
-			p.meter = &c
-		}
+	if p.measure && meterEvents[ev.Type] {
+		// As of this event, whenever it is applied; once for every viewer.
+		p.meter = &ContextFigures{Tokens: p.ctxFold.Tokens(), Window: p.ctxWindow}
 	}
 	if p.figures != nil && ev.Type == session.TypeTurnEnd {
 		// Once per turn, never per chunk: the footer counts ended turns.
@@ -228,7 +240,44 @@ func (p *Projection) Fragment(canAnswer bool, viewerID string) (string, error) {
 // window changes.
 var meterEvents = map[session.Type]bool{
 	session.TypeUserMessage: true, session.TypeAssistantMessage: true, session.TypeToolResult: true,
-	session.TypeCompactionEnd: true, session.TypeModelSelected: true,
+	session.TypeCompactionEnd: true, session.TypeModelSelected: true, session.TypeRequestContext: true,
+}
+
+// primeMeter folds the events before upto into the meter: all of them,
+// since the surface goes back to the session's start.
+func (p *Projection) primeMeter(l *session.Log, upto int64) {
+	const page = 512
+	for s := int64(0); s < upto; s += page {
+		for _, ev := range l.Events(s, min(s+page, upto)) {
+			p.foldMeter(ev)
+		}
+	}
+}
+
+// foldMeter folds ev into the meter's figures: the surface, and the
+// window a request/context or model/selected carries. Lookups read
+// earlier events only, which never change.
+func (p *Projection) foldMeter(ev session.Event) {
+	var lookup func(int64) (session.Event, bool)
+	if l := p.log; l != nil {
+		lookup = func(seq int64) (session.Event, bool) {
+			if seq >= ev.Seq {
+				return session.Event{}, false
+			}
+			return l.Event(seq)
+		}
+	}
+	p.ctxFold.Apply(ev, lookup)
+	switch ev.Type {
+	case session.TypeRequestContext:
+		if rc, err := session.Decode[session.RequestContext](ev); err == nil {
+			p.ctxWindow = rc.ContextWindow
+		}
+	case session.TypeModelSelected:
+		if m, err := session.Decode[session.ModelSelected](ev); err == nil {
+			p.ctxWindow = m.ContextWindow
+		}
+	}
 }
 
 // apply is the one switch over event types: one decode, the items the

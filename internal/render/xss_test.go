@@ -190,9 +190,7 @@ func TestNothingExecutableSurvives(t *testing.T) {
 			// A mid-stream page (streaming blocks rendered from deltas).
 			pages = append(pages, renderItems(t, md.Fold(evs[:10], render.FoldOptions{}).Items))
 			r := render.NewProjection(md, "fixture", nil, 0, render.ProjectionOptions{
-				Context: func() (render.ContextFigures, bool) {
-					return render.ContextFigures{Tokens: 10, Window: 100}, true
-				},
+				Meter:           true,
 				PreviewInterval: time.Millisecond,
 			})
 			for _, ev := range evs {

@@ -402,6 +402,9 @@ type ModelSelected struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 	By       *Actor `json:"by,omitempty"`
+	// ContextWindow is the route's window when it was selected (0 when
+	// unknown), so the live meter shows it before the next request.
+	ContextWindow int64 `json:"contextWindow,omitempty"`
 }
 
 // QuestionOption is one offered answer.

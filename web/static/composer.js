@@ -13,7 +13,7 @@ const COMPACT = "/compact";
 // How long the outcome of a command stays shown (ms).
 const TOAST_MS = 8000;
 // The events whose fragments carry the context meter (docs/ui.md).
-const METER_EVENTS = new Set(["user/message", "assistant/message", "tool/result", "compaction/end", "model/selected"]);
+const METER_EVENTS = new Set(["user/message", "assistant/message", "tool/result", "compaction/end", "model/selected", "request/context"]);
 
 export class Controls {
   /**
