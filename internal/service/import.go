@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -51,6 +52,11 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 	if err := s.requireUser(a); err != nil {
 		return Session{}, err
 	}
+	release, err := s.imports.take()
+	if err != nil {
+		return Session{}, err
+	}
+	defer release()
 	res, err := importer.Read(r, importer.Options{})
 	if err != nil {
 		return Session{}, importError(err)
@@ -191,16 +197,16 @@ func importTitle(res *importer.Result) string {
 	return truncateBytes(t, MaxTitleBytes)
 }
 
-// truncateBytes cuts s to at most n bytes at a rune boundary.
+// truncateBytes cuts s to at most n bytes at a rune boundary. It looks at
+// the n bytes only: s may be a 64 MiB word.
 func truncateBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	for len(string(r)) > n {
-		r = r[:len(r)-1]
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return string(r)
+	return s[:n]
 }
 
 // importError maps a refused import to the client's error: the importer's

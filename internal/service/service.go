@@ -64,6 +64,7 @@ type Service struct {
 	compact   compact.Options
 	meters    *meterCache
 	attachMax int64
+	imports   importSlots
 
 	changesMu sync.RWMutex
 	nextSub   int
@@ -95,6 +96,7 @@ func New(d Deps) *Service {
 		compact: copts, meters: newMeterCache(meterCacheSize),
 		changes:   map[int]func(Change){},
 		attachMax: cmp.Or(d.AttachmentMax, DefaultAttachmentMax),
+		imports:   newImportSlots(),
 	}
 }
 
