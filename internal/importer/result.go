@@ -3,6 +3,7 @@ package importer
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"harness/internal/llm"
 	"harness/internal/session"
@@ -20,8 +21,9 @@ type Result struct {
 	Events []session.Event
 	// Title is the log's last session/title ("" when none).
 	Title string
-	// FirstPrompt is the text of the first message a person wrote ("" when
-	// none).
+	// FirstPrompt is the start (at most firstPromptBytes) of the text of
+	// the first message a person wrote ("" when none): enough to title a
+	// session, without keeping a huge prompt twice.
 	FirstPrompt string
 	// Route is the log's last model selection: its last model/selected, else
 	// its last request's route (a DeepSeek Harness provider id mapped to
@@ -143,7 +145,7 @@ func summarize(format Format, events []session.Event) *Result {
 				continue
 			}
 			if m, err := session.Decode[llm.Message](ev); err == nil && m.Source.Kind == llm.SourceUser {
-				res.FirstPrompt = strings.TrimSpace(m.Text())
+				res.FirstPrompt = promptStart(strings.TrimSpace(m.Text()))
 			}
 		case session.TypeModelSelected:
 			if v, err := session.Decode[session.ModelSelected](ev); err == nil {
@@ -189,4 +191,20 @@ func summarize(format Format, events []session.Event) *Result {
 		res.Route = Route{}
 	}
 	return res
+}
+
+// firstPromptBytes bounds Result.FirstPrompt.
+const firstPromptBytes = 1 << 10
+
+// promptStart is a copy of the first firstPromptBytes of s, cut at a rune
+// boundary.
+func promptStart(s string) string {
+	if len(s) <= firstPromptBytes {
+		return s
+	}
+	n := firstPromptBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.Clone(s[:n])
 }

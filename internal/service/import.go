@@ -116,10 +116,13 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 		s.finishFailedImport(ctx, id, journal, s.undoImport(ctx, row))
 		return Session{}, s.fail(ctx, "import: load", err)
 	}
+	// The check load is not kept: a large log would stay in memory until
+	// the idle unload, though nobody may open it soon.
+	s.mgr.Unload(id)
 	s.log.InfoContext(ctx, "session imported", "session", id, "owner", a.UserID, "format", res.Format,
 		"events", len(res.Events), "route", route.Provider+"/"+route.Model, "mode", mode, "notes", res.Notes)
 	s.emit(Change{Kind: ChangeUpdated, Session: id})
-	return s.get(ctx, id, auth.SessionRoleOwner)
+	return s.read(ctx, id, auth.SessionRoleOwner, false)
 }
 
 // importLog seeds an in-memory log with the imported events (NewSeeded adds
@@ -128,7 +131,9 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 func importLog(row *models.Session, res *importer.Result, actor *session.Actor) ([]session.Event, error) {
 	at := row.CreatedAt.UnixMilli()
 	h := session.Header{ID: row.ID, CreatedAt: at, Cwd: row.Workspace}
-	l, err := session.NewSeeded(h, res.Events, session.Options{Clock: func() int64 { return at }})
+	// Trusted: the importer's log validated and compacted every event; a
+	// second validation would copy the whole log again.
+	l, err := session.NewSeeded(h, res.Events, session.Options{Clock: func() int64 { return at }, Trusted: true})
 	if err != nil {
 		return nil, fmt.Errorf("seed the imported log: %w", err)
 	}

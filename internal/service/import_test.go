@@ -18,7 +18,7 @@ import (
 
 const corpusDir = "/work/shared/corpus/dsh-sessions"
 
-func readCorpusFile(t *testing.T, name string) []byte {
+func readCorpusFile(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(corpusDir, name))
 	if err != nil {
