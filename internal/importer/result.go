@@ -66,7 +66,8 @@ var presetModes = map[string]session.PermissionMode{
 // validate appends the events to a fresh log (the checks session.Load
 // makes, one event at a time so a refusal names its line) and runs the
 // invariant checker; then it closes a turn left open as crash repair does.
-// It returns the stored events and how many closers were added.
+// It returns the stored events and how many closers were added. It
+// clears items as it goes.
 func validate(items []item) ([]session.Event, int, error) {
 	var now int64
 	l := session.New(session.Header{}, session.Options{Clock: func() int64 { return now }})
@@ -99,14 +100,21 @@ func validate(items []item) ([]session.Event, int, error) {
 		}
 		return nil
 	}
-	for _, it := range items {
-		if err := add(it.ev, it.line); err != nil {
+	lastLine := 0
+	if len(items) > 0 {
+		lastLine = items[len(items)-1].line
+	}
+	for i := range items {
+		if err := add(items[i].ev, items[i].line); err != nil {
 			return nil, 0, err
 		}
+		// The log keeps its own compact copy: the read one can go now,
+		// not once the whole log is validated.
+		items[i] = item{}
 	}
 	drafts := session.RepairClosers(l.Events(0, l.Len()))
 	if len(drafts) > 0 {
-		last := items[len(items)-1]
+		last := item{line: lastLine}
 		at := l.Events(l.Len()-1, l.Len())[0].Time
 		for _, d := range drafts {
 			raw, err := json.Marshal(d.Data)

@@ -99,13 +99,17 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 		s.finishFailedImport(ctx, id, journal, s.ws.Remove(id, dir))
 		return Session{}, s.fail(ctx, "import: seed and store", err)
 	}
-	// The stored session must load the way every later load will.
 	err = s.importStep(ctx, id, "stored")
+	imported := len(res.Events)
 	if err == nil {
+		s.importImages(ctx, a, id, events)
+		// The stored session must load the way every later load will. The
+		// log read so far goes first (events is not used below either), so
+		// it is not in memory twice.
+		res.Events = nil
 		_, err = s.mgr.Get(ctx, id)
 	}
 	if err == nil {
-		s.importImages(ctx, a, id, events)
 		err = s.importStep(ctx, id, "loaded")
 	}
 	if err == nil {
@@ -120,7 +124,7 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 	// the idle unload, though nobody may open it soon.
 	s.mgr.Unload(id)
 	s.log.InfoContext(ctx, "session imported", "session", id, "owner", a.UserID, "format", res.Format,
-		"events", len(res.Events), "route", route.Provider+"/"+route.Model, "mode", mode, "notes", res.Notes)
+		"events", imported, "route", route.Provider+"/"+route.Model, "mode", mode, "notes", res.Notes)
 	s.emit(Change{Kind: ChangeUpdated, Session: id})
 	return s.read(ctx, id, auth.SessionRoleOwner, false)
 }
