@@ -341,3 +341,24 @@ func TestImportCorpusContinues(t *testing.T) {
 		t.Fatalf("%d corpus files imported", imported)
 	}
 }
+
+// An import checks that the stored session loads, but does not keep it
+// loaded: a large log would stay in memory until the idle unload. Opening
+// it loads it.
+func TestImportLeavesSessionUnloaded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s, err := e.svc.Import(t.Context(), e.alice, bytes.NewReader(readCorpusFile(t, "examples--headless-agent--advanced-toolchain--session.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, live := e.app.Manager.Lookup(s.ID); live {
+		t.Fatal("the imported session stayed loaded")
+	}
+	if got, err := e.svc.GetSession(t.Context(), e.alice, s.ID); err != nil || got.Title != s.Title {
+		t.Fatalf("open the import: %+v %v", got, err)
+	}
+	if _, live := e.app.Manager.Lookup(s.ID); !live {
+		t.Fatal("opening the import did not load it")
+	}
+}
