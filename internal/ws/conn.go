@@ -188,7 +188,8 @@ func compose(items []item) []byte {
 // notices cut revocations made in this process at once, this catches the
 // rest (an expired login, the CLI revoking a token). It also cuts a client
 // that stopped reading while its queue grows (StallTimeout, 4008), and
-// drops a socket whose current write has taken longer than WriteTimeout.
+// drops a socket whose current write has taken longer than WriteTimeout
+// while nothing more queued (a dead peer).
 func (c *conn) keepalive() {
 	t := time.NewTicker(c.h.opts.PingInterval)
 	defer t.Stop()
@@ -199,11 +200,15 @@ func (c *conn) keepalive() {
 		case <-c.ctx.Done():
 			return
 		case now := <-watch.C:
-			if c.stall.stalled(now, c.out.size()) {
+			growing, stalled := c.stall.check(now, c.out.size())
+			if stalled {
 				c.slow("read nothing while its queue grew")
 				return
 			}
-			if start := c.writing.Load(); start != 0 && time.Since(time.Unix(0, start)) > c.h.opts.WriteTimeout {
+			// A write stuck while frames keep queuing is a client that
+			// stopped reading: the stall rule above cuts it, with 4008.
+			// One stuck on a quiet socket is a dead peer.
+			if start := c.writing.Load(); start != 0 && !growing && now.Sub(time.Unix(0, start)) > c.h.opts.WriteTimeout {
 				c.h.log.Debug("websocket write timed out")
 				c.closeNow()
 				return

@@ -36,7 +36,9 @@ type Options struct {
 	MaxFrame int64
 	// PingInterval is the keepalive period (default 20 s).
 	PingInterval time.Duration
-	// WriteTimeout bounds one frame write (default 10 s).
+	// WriteTimeout bounds one frame write while no other frame is
+	// queued behind it (default 10 s): a dead peer is dropped. While
+	// frames keep queuing, StallTimeout applies instead.
 	WriteTimeout time.Duration
 	// StallTimeout cuts a connection with 4008 when its socket has taken
 	// nothing for this long while its send queue kept growing (default

@@ -43,10 +43,16 @@ func TestStallWatch(t *testing.T) {
 			{at: 70 * time.Second},
 			{at: time.Hour},
 		}},
-		{"the queue shrinks, then grows again after the timeout", []check{
+		{"the queue grew during the stall, then stopped", []check{
+			{at: 10 * time.Second, queued: 100},
+			{at: 20 * time.Second, queued: 200},
+			{at: 70 * time.Second, queued: 200, want: true},
+		}},
+		{"the writer took a frame but its write is stuck", []check{
 			{at: 30 * time.Second, queued: 500},
 			{at: 70 * time.Second, queued: 400},
-			{at: 80 * time.Second, queued: 450, want: true},
+			{at: 80 * time.Second, queued: 450},
+			{at: 90 * time.Second, queued: 600, want: true},
 		}},
 	}
 	for _, c := range cases {
@@ -57,7 +63,7 @@ func TestStallWatch(t *testing.T) {
 				if k.wrote {
 					w.wrote(now.Add(-time.Millisecond))
 				}
-				if got := w.stalled(now, k.queued); got != k.want {
+				if _, got := w.check(now, k.queued); got != k.want {
 					t.Fatalf("check %d at %s with %d queued: stalled %v, want %v", i, k.at, k.queued, got, k.want)
 				}
 			}

@@ -16,7 +16,7 @@ import (
 // reading subscriber of the same session gets every event.
 func TestStalledSubscriberIsCut(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{demoDelay: time.Millisecond, ws: ws.Options{StallTimeout: 300 * time.Millisecond, SocketBuffer: 16 << 10}})
+	e := newEnv(t, envOptions{demoDelay: time.Millisecond, ws: ws.Options{StallTimeout: 300 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, SocketBuffer: 16 << 10}})
 	id := e.session(client.NewSession{Provider: "demo"})
 	tok, err := e.app.Auth.CreateToken(t.Context(), "alice", "stalled")
 	if err != nil {
