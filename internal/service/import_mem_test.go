@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"fmt"
 	"runtime"
@@ -67,6 +68,23 @@ func zstdOf(tb testing.TB, b []byte) []byte {
 	return out.Bytes()
 }
 
+func zipOf(tb testing.TB, name string, b []byte) []byte {
+	tb.Helper()
+	var out bytes.Buffer
+	zw := zip.NewWriter(&out)
+	w, err := zw.Create(name)
+	if err == nil {
+		_, err = w.Write(b)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out.Bytes()
+}
+
 // heapSampler records the peak of the live heap while it runs.
 type heapSampler struct {
 	peak atomic.Uint64
@@ -121,16 +139,21 @@ func idleHeap() uint64 {
 //	go test ./internal/service/ -run X -bench ImportMemory -benchtime 1x
 func BenchmarkImportMemory(b *testing.B) {
 	cases := []struct {
-		name string
-		in   []byte
+		name    string
+		in      []byte
+		refused bool // over a cap
 	}{
 		// 100 rows of 1,000 deltas: 100,000 events from under 1 KB (a
 		// tenth of the event cap: the whole cap takes minutes here, and
 		// the cost per event is the same).
-		{"bomb-events", zstdOf(b, bombLog(100, 1000, "go"))},
+		{"bomb-events", zstdOf(b, bombLog(100, 1000, "go")), false},
 		// A prompt that fills the byte cap.
-		{"bomb-bytes", zstdOf(b, bombLog(1, 2, strings.Repeat("x", importer.MaxBytes-4096)))},
-		{"corpus-largest", readCorpusFile(b, "examples--headless-agent--advanced-toolchain--session.jsonl")},
+		{"bomb-bytes", zstdOf(b, bombLog(1, 2, strings.Repeat("x", importer.MaxBytes-4096))), false},
+		// The same, over the byte cap: refused.
+		{"bomb-over-cap", zstdOf(b, bombLog(1, 2, strings.Repeat("x", importer.MaxBytes))), true},
+		// The event bomb in a DeepSeek Harness export ZIP.
+		{"bomb-zip", zipOf(b, "session.jsonl", bombLog(100, 1000, "go")), false},
+		{"corpus-largest", readCorpusFile(b, "examples--headless-agent--advanced-toolchain--session.jsonl"), false},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -142,7 +165,7 @@ func BenchmarkImportMemory(b *testing.B) {
 				h := startHeapSampler()
 				_, err := st.Service.Import(b.Context(), alice, bytes.NewReader(c.in))
 				p := h.Stop()
-				if err != nil {
+				if (err != nil) != c.refused {
 					b.Fatalf("%s: %v", c.name, err)
 				}
 				after := idleHeap()
