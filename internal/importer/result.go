@@ -112,19 +112,20 @@ func validate(items []item) ([]session.Event, int, error) {
 		// not once the whole log is validated.
 		items[i] = item{}
 	}
-	drafts := session.RepairClosers(l.Events(0, l.Len()))
-	if len(drafts) > 0 {
-		last := item{line: lastLine}
-		at := l.Events(l.Len()-1, l.Len())[0].Time
-		for _, d := range drafts {
-			raw, err := json.Marshal(d.Data)
-			if err != nil {
-				return nil, 0, &Error{Code: CodeInvalid, Line: last.line, Reason: "close the open turn: " + err.Error(), Err: err}
-			}
-			ev := session.Event{Type: d.Type, Time: at, Data: raw, SurfaceOp: d.SurfaceOp, SourceEventSeqs: d.SourceEventSeqs}
-			if err := add(ev, last.line); err != nil {
-				return nil, 0, err
-			}
+	events := l.Events(0, l.Len())
+	drafts := session.RepairClosers(events)
+	if len(drafts) == 0 {
+		return events, 0, nil
+	}
+	at := events[len(events)-1].Time
+	for _, d := range drafts {
+		raw, err := json.Marshal(d.Data)
+		if err != nil {
+			return nil, 0, &Error{Code: CodeInvalid, Line: lastLine, Reason: "close the open turn: " + err.Error(), Err: err}
+		}
+		ev := session.Event{Type: d.Type, Time: at, Data: raw, SurfaceOp: d.SurfaceOp, SourceEventSeqs: d.SourceEventSeqs}
+		if err := add(ev, lastLine); err != nil {
+			return nil, 0, err
 		}
 	}
 	return l.Events(0, l.Len()), len(drafts), nil

@@ -216,18 +216,31 @@ func (c *conn) keepalive() {
 			continue
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, c.h.opts.PingInterval)
-		err := c.sock.Ping(ctx)
-		cancel()
-		if err != nil {
-			if c.ctx.Err() == nil {
+		// A client that reads nothing while frames queue for it cannot
+		// answer a ping either (the ping waits behind what it has not
+		// read): the stall rule judges it, with 4008, not the keepalive.
+		if !c.growing() {
+			ctx, cancel := context.WithTimeout(c.ctx, c.h.opts.PingInterval)
+			err := c.sock.Ping(ctx)
+			cancel()
+			if c.ctx.Err() != nil {
+				return
+			}
+			if err != nil && !c.growing() {
 				c.h.log.Debug("websocket keepalive failed", "err", err)
 				c.closeNow()
+				return
 			}
-			return
 		}
 		c.recheck()
 	}
+}
+
+// growing reports whether the send queue grew since the socket last took
+// bytes (keepalive goroutine only).
+func (c *conn) growing() bool {
+	growing, _ := c.stall.check(time.Now(), c.out.size())
+	return growing
 }
 
 // handle answers one frame; a panic is answered internal and the

@@ -13,10 +13,14 @@ import (
 // A subscriber that stops reading during a stream, far below the queue's
 // byte bound, is cut with 4008 once its socket took nothing for
 // StallTimeout while its queue grew; its connection is freed, and a
-// reading subscriber of the same session gets every event.
+// reading subscriber of the same session gets every event. The write
+// timeout and the keepalive, shorter here, would drop it first without a
+// code; while its queue grows they leave it to the stall rule.
 func TestStalledSubscriberIsCut(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{demoDelay: time.Millisecond, ws: ws.Options{StallTimeout: 300 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, SocketBuffer: 16 << 10}})
+	e := newEnv(t, envOptions{demoDelay: time.Millisecond, ws: ws.Options{
+		StallTimeout: 300 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PingInterval: 200 * time.Millisecond, SocketBuffer: 16 << 10,
+	}})
 	id := e.session(client.NewSession{Provider: "demo"})
 	tok, err := e.app.Auth.CreateToken(t.Context(), "alice", "stalled")
 	if err != nil {
