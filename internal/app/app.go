@@ -168,6 +168,7 @@ func New(ctx context.Context, log *slog.Logger, cfg config.Config, opts Options)
 		WSFrames:        func() uint64 { return a.Hub.Stats().FramesOut },
 		WSWrites:        func() uint64 { return a.Hub.Stats().WritesOut },
 		WriterPending:   func() int { return a.Writer.Stats().Pending },
+		ImportsRunning:  func() int { return a.Service.ImportsRunning() },
 	})
 	a.Writer = models.NewWriter(log, db, models.WriterOptions{
 		OnError:  a.onWriteError,

@@ -849,16 +849,45 @@ func (m *Manager) unloadIdle() {
 	var gone []*Agent
 	m.mu.Lock()
 	for id, a := range m.agents {
-		a.mu.Lock()
-		idle := a.status == StatusIdle && !a.maintenance && len(a.pending) == 0
-		if idle && a.pins == 0 && time.Since(a.lastIdle) > m.opts.IdleUnload {
-			a.disposed = true
-			delete(m.agents, id)
+		if m.takeIdleLocked(id, a, m.opts.IdleUnload) {
 			gone = append(gone, a)
 		}
-		a.mu.Unlock()
 	}
 	m.mu.Unlock()
+	m.dispose(gone)
+}
+
+// Unload drops the agent of id now when it is idle with no viewer, as the
+// idle unload does (the next Get reloads it), and reports whether it did.
+// An import uses it: the session it just checked loads need not stay in
+// memory until someone opens it.
+func (m *Manager) Unload(id string) bool {
+	m.mu.Lock()
+	a, ok := m.agents[id]
+	ok = ok && m.takeIdleLocked(id, a, 0)
+	m.mu.Unlock()
+	if ok {
+		m.dispose([]*Agent{a})
+	}
+	return ok
+}
+
+// takeIdleLocked removes a from the manager when it has been idle, with no
+// viewer, for longer than after (m.mu held).
+func (m *Manager) takeIdleLocked(id string, a *Agent, after time.Duration) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	idle := a.status == StatusIdle && !a.maintenance && len(a.pending) == 0
+	if !idle || a.pins != 0 || after > 0 && time.Since(a.lastIdle) <= after {
+		return false
+	}
+	a.disposed = true
+	delete(m.agents, id)
+	return true
+}
+
+// dispose finishes unloading agents takeIdleLocked removed.
+func (m *Manager) dispose(gone []*Agent) {
 	for _, a := range gone {
 		a.closeSessionTools()
 		// The manager's root context: no request waits for an unload, and

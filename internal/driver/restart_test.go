@@ -148,6 +148,45 @@ func TestIdleUnloadAndReload(t *testing.T) {
 	}
 }
 
+// Unload drops an idle agent at once (IdleUnload off), which reloads on
+// demand and continues, but leaves a pinned agent alone.
+func TestUnloadNow(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, script(textReply("one"), textReply("two")))
+	h.followup("first")
+	h.idle()
+	n := h.agent.Log().Len()
+
+	pinned := h.newSession("s2")
+	_, unpin, err := h.mgr.Pin(h.ctx, "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.mgr.Unload("s2") {
+		t.Fatal("a pinned agent was unloaded")
+	}
+	if a, ok := h.mgr.Lookup("s2"); !ok || a != pinned {
+		t.Fatal("the pinned agent is gone")
+	}
+	unpin()
+	if !h.mgr.Unload("s1") {
+		t.Fatal("the idle agent was not unloaded")
+	}
+	if _, ok := h.mgr.Lookup("s1"); ok {
+		t.Fatal("the unloaded agent is still live")
+	}
+	a, err := h.mgr.Get(h.ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Log().Len() != n {
+		t.Fatalf("reloaded log has %d events, want %d", a.Log().Len(), n)
+	}
+	h.agent = a
+	h.followup("second")
+	h.idle()
+}
+
 // A panicking hook ends its turn in error; the agent keeps working.
 func TestPanickingHookEndsTurn(t *testing.T) {
 	t.Parallel()

@@ -1,6 +1,7 @@
 // Package importer turns a JSON-lines session log into Harness session
 // events: the events a new session is seeded with. It has one job and does
-// no I/O beyond reading its input: no storage, no HTTP, no agents.
+// no I/O beyond reading its input (a ZIP archive is spooled to a temporary
+// file, removed when Read returns): no storage, no HTTP, no agents.
 //
 // # Formats
 //

@@ -107,10 +107,19 @@ func (c *converter) convert(it *item) (keep bool, err error) {
 	case session.TypeTurnEnd:
 		c.turnOpen = false
 	case session.TypeUserMessage:
+		if complete(ev.Data) {
+			break
+		}
 		err = c.rewrite(it, func(m obj) (bool, error) { return c.message(m, llm.RoleUser, id) })
 	case session.TypeAssistantMessage:
 		err = c.rewrite(it, func(m obj) (bool, error) { return c.assistant(m, id) })
 	case session.TypeToolResult:
+		var wrapped struct {
+			Message json.RawMessage `json:"message"`
+		}
+		if json.Unmarshal(ev.Data, &wrapped) == nil && complete(wrapped.Message) {
+			break
+		}
 		err = c.rewrite(it, func(m obj) (bool, error) { return c.toolResult(m, id) })
 	case session.TypeRequestHeader:
 		err = c.rewrite(it, c.header)
@@ -127,6 +136,38 @@ func (c *converter) convert(it *item) (keep bool, err error) {
 		}
 	}
 	return err == nil, err
+}
+
+// complete reports whether raw is a person's or a tool's message that
+// message would leave as it is: id, role, source kind and content set,
+// and no block it rewrites (an upstream image, a tool result's nested
+// content). Checking first spares decoding a large message into maps
+// (a prompt or a tool output may be megabytes) just to find nothing to
+// change. Anything else, malformed included, takes the full path.
+func complete(raw json.RawMessage) bool {
+	var m struct {
+		ID      string `json:"id"`
+		Role    string `json:"role"`
+		Content []struct {
+			Type       llm.BlockType   `json:"type"`
+			Attachment json.RawMessage `json:"attachment"`
+		} `json:"content"`
+		Source *struct {
+			Kind string `json:"kind"`
+		} `json:"source"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	if m.ID == "" || m.Role == "" || m.Content == nil || m.Source == nil || m.Source.Kind == "" {
+		return false
+	}
+	for _, b := range m.Content {
+		if b.Type == llm.BlockToolResult || b.Type == llm.BlockImage && (len(b.Attachment) == 0 || b.Attachment[0] != '"') {
+			return false
+		}
+	}
+	return true
 }
 
 // rewrite applies fn to the event's data object and re-encodes it when fn

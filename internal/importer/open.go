@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 
@@ -44,15 +45,28 @@ func open(r io.Reader, maxBytes int64) (io.Reader, func(), error) {
 // openZip finds the session log at the root of a ZIP archive: the one
 // entry without a directory named *.jsonl, *.jsonl.zst or *.jsonl.zstd
 // (descendants under subagents/ and media/ are not imported).
-func openZip(r io.Reader, maxBytes int64) (io.Reader, func(), error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+// The archive is spooled to a temporary file, not memory: reading a ZIP
+// needs random access, and a capped archive in memory would be 64 MiB per
+// import.
+func openZip(r io.Reader, maxBytes int64) (_ io.Reader, _ func(), err error) {
+	f, err := os.CreateTemp("", "harness-import-*.zip")
+	if err != nil {
+		return nil, nil, &Error{Code: CodeRead, Reason: "spool the archive: " + err.Error(), Err: err}
+	}
+	drop := func() { f.Close(); os.Remove(f.Name()) }
+	defer func() {
+		if err != nil {
+			drop()
+		}
+	}()
+	n, err := io.Copy(f, io.LimitReader(r, maxBytes+1))
 	if err != nil {
 		return nil, nil, &Error{Code: CodeRead, Reason: "read: " + err.Error(), Err: err}
 	}
-	if int64(len(b)) > maxBytes {
+	if n > maxBytes {
 		return nil, nil, &Error{Code: CodeTooLarge, Reason: "the archive is larger than the import cap of " + sizeString(maxBytes)}
 	}
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	zr, err := zip.NewReader(f, n)
 	if err != nil {
 		return nil, nil, &Error{Code: CodeUnsupported, Reason: "ZIP archive: " + err.Error(), Err: err}
 	}
@@ -78,5 +92,5 @@ func openZip(r io.Reader, maxBytes int64) (io.Reader, func(), error) {
 		rc.Close()
 		return nil, nil, err
 	}
-	return inner, func() { done(); rc.Close() }, nil
+	return inner, func() { done(); rc.Close(); drop() }, nil
 }

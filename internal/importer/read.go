@@ -231,6 +231,7 @@ func (rd *reader) checkSeq(n int, seq int64, count int) error {
 // log, and summarizes it.
 func (rd *reader) finish() (*Result, error) {
 	items := rd.items
+	rd.items = nil // validate frees each item once the log holds it
 	if rd.format == FormatDSH {
 		c := newConverter()
 		var err error

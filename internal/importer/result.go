@@ -3,6 +3,7 @@ package importer
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"harness/internal/llm"
 	"harness/internal/session"
@@ -20,8 +21,9 @@ type Result struct {
 	Events []session.Event
 	// Title is the log's last session/title ("" when none).
 	Title string
-	// FirstPrompt is the text of the first message a person wrote ("" when
-	// none).
+	// FirstPrompt is the start (at most firstPromptBytes) of the text of
+	// the first message a person wrote ("" when none): enough to title a
+	// session, without keeping a huge prompt twice.
 	FirstPrompt string
 	// Route is the log's last model selection: its last model/selected, else
 	// its last request's route (a DeepSeek Harness provider id mapped to
@@ -64,7 +66,8 @@ var presetModes = map[string]session.PermissionMode{
 // validate appends the events to a fresh log (the checks session.Load
 // makes, one event at a time so a refusal names its line) and runs the
 // invariant checker; then it closes a turn left open as crash repair does.
-// It returns the stored events and how many closers were added.
+// It returns the stored events and how many closers were added. It
+// clears items as it goes.
 func validate(items []item) ([]session.Event, int, error) {
 	var now int64
 	l := session.New(session.Header{}, session.Options{Clock: func() int64 { return now }})
@@ -97,24 +100,32 @@ func validate(items []item) ([]session.Event, int, error) {
 		}
 		return nil
 	}
-	for _, it := range items {
-		if err := add(it.ev, it.line); err != nil {
+	lastLine := 0
+	if len(items) > 0 {
+		lastLine = items[len(items)-1].line
+	}
+	for i := range items {
+		if err := add(items[i].ev, items[i].line); err != nil {
 			return nil, 0, err
 		}
+		// The log keeps its own compact copy: the read one can go now,
+		// not once the whole log is validated.
+		items[i] = item{}
 	}
-	drafts := session.RepairClosers(l.Events(0, l.Len()))
-	if len(drafts) > 0 {
-		last := items[len(items)-1]
-		at := l.Events(l.Len()-1, l.Len())[0].Time
-		for _, d := range drafts {
-			raw, err := json.Marshal(d.Data)
-			if err != nil {
-				return nil, 0, &Error{Code: CodeInvalid, Line: last.line, Reason: "close the open turn: " + err.Error(), Err: err}
-			}
-			ev := session.Event{Type: d.Type, Time: at, Data: raw, SurfaceOp: d.SurfaceOp, SourceEventSeqs: d.SourceEventSeqs}
-			if err := add(ev, last.line); err != nil {
-				return nil, 0, err
-			}
+	events := l.Events(0, l.Len())
+	drafts := session.RepairClosers(events)
+	if len(drafts) == 0 {
+		return events, 0, nil
+	}
+	at := events[len(events)-1].Time
+	for _, d := range drafts {
+		raw, err := json.Marshal(d.Data)
+		if err != nil {
+			return nil, 0, &Error{Code: CodeInvalid, Line: lastLine, Reason: "close the open turn: " + err.Error(), Err: err}
+		}
+		ev := session.Event{Type: d.Type, Time: at, Data: raw, SurfaceOp: d.SurfaceOp, SourceEventSeqs: d.SourceEventSeqs}
+		if err := add(ev, lastLine); err != nil {
+			return nil, 0, err
 		}
 	}
 	return l.Events(0, l.Len()), len(drafts), nil
@@ -143,7 +154,7 @@ func summarize(format Format, events []session.Event) *Result {
 				continue
 			}
 			if m, err := session.Decode[llm.Message](ev); err == nil && m.Source.Kind == llm.SourceUser {
-				res.FirstPrompt = strings.TrimSpace(m.Text())
+				res.FirstPrompt = promptStart(strings.TrimSpace(m.Text()))
 			}
 		case session.TypeModelSelected:
 			if v, err := session.Decode[session.ModelSelected](ev); err == nil {
@@ -189,4 +200,20 @@ func summarize(format Format, events []session.Event) *Result {
 		res.Route = Route{}
 	}
 	return res
+}
+
+// firstPromptBytes bounds Result.FirstPrompt.
+const firstPromptBytes = 1 << 10
+
+// promptStart is a copy of the first firstPromptBytes of s, cut at a rune
+// boundary.
+func promptStart(s string) string {
+	if len(s) <= firstPromptBytes {
+		return s
+	}
+	n := firstPromptBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.Clone(s[:n])
 }

@@ -43,6 +43,7 @@ type Sources struct {
 	WSFrames        func() uint64 // WebSocket frames written, total
 	WSWrites        func() uint64 // socket writes of those frames, total
 	WriterPending   func() int
+	ImportsRunning  func() int // session imports in progress
 }
 
 // New registers every collector.
@@ -91,6 +92,7 @@ func New(src Sources) *Metrics {
 	gauge("harness_sessions_running", "Sessions whose agent is running a turn.", src.RunningSessions)
 	gauge("harness_ws_connections", "Open WebSocket connections.", src.WSConnections)
 	gauge("harness_writer_pending_events", "Events waiting for the batched writer.", src.WriterPending)
+	gauge("harness_imports_running", "Session imports in progress (at most 2; more are refused with 503).", src.ImportsRunning)
 	if src.WSCuts != nil {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "harness_ws_send_queue_cuts_total", Help: "WebSocket subscribers cut for falling behind.",

@@ -279,16 +279,17 @@ func sizeText(n int64) string {
 // stay unavailable: the transcript shows their text alternative and the
 // model gets a note in their place. Failures are logged, not fatal.
 func (s *Service) importImages(ctx context.Context, a *auth.Actor, id string, events []session.Event) {
-	var msgs []llm.Message
+	// One message decoded at a time: a log's messages may add up to the
+	// import cap.
+	var ids []string
 	for _, ev := range events {
 		if ev.Type != session.TypeUserMessage {
 			continue
 		}
 		if m, err := session.Decode[llm.Message](ev); err == nil {
-			msgs = append(msgs, m)
+			ids = append(ids, attachmentIDs([]llm.Message{m})...)
 		}
 	}
-	ids := attachmentIDs(msgs)
 	if len(ids) == 0 {
 		return
 	}

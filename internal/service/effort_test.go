@@ -51,9 +51,9 @@ func sentEffort(body map[string]any) (thinking, effort string) {
 // effortEvents are the log's model/effort events.
 func effortEvents(t *testing.T, e *env, id string) []session.EffortSelected {
 	t.Helper()
-	ag, ok := e.app.Manager.Lookup(id)
-	if !ok {
-		t.Fatal("session not live")
+	ag, err := e.app.Manager.Get(t.Context(), id) // an import leaves it unloaded
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out []session.EffortSelected
 	for _, ev := range ag.Log().Events(0, ag.Log().Len()) {

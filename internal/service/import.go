@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -51,6 +52,11 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 	if err := s.requireUser(a); err != nil {
 		return Session{}, err
 	}
+	release, err := s.imports.take()
+	if err != nil {
+		return Session{}, err
+	}
+	defer release()
 	res, err := importer.Read(r, importer.Options{})
 	if err != nil {
 		return Session{}, importError(err)
@@ -93,13 +99,17 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 		s.finishFailedImport(ctx, id, journal, s.ws.Remove(id, dir))
 		return Session{}, s.fail(ctx, "import: seed and store", err)
 	}
-	// The stored session must load the way every later load will.
 	err = s.importStep(ctx, id, "stored")
+	imported := len(res.Events)
 	if err == nil {
+		s.importImages(ctx, a, id, events)
+		// The stored session must load the way every later load will. The
+		// log read so far goes first (events is not used below either), so
+		// it is not in memory twice.
+		res.Events = nil
 		_, err = s.mgr.Get(ctx, id)
 	}
 	if err == nil {
-		s.importImages(ctx, a, id, events)
 		err = s.importStep(ctx, id, "loaded")
 	}
 	if err == nil {
@@ -110,10 +120,13 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 		s.finishFailedImport(ctx, id, journal, s.undoImport(ctx, row))
 		return Session{}, s.fail(ctx, "import: load", err)
 	}
+	// The check load is not kept: a large log would stay in memory until
+	// the idle unload, though nobody may open it soon.
+	s.mgr.Unload(id)
 	s.log.InfoContext(ctx, "session imported", "session", id, "owner", a.UserID, "format", res.Format,
-		"events", len(res.Events), "route", route.Provider+"/"+route.Model, "mode", mode, "notes", res.Notes)
+		"events", imported, "route", route.Provider+"/"+route.Model, "mode", mode, "notes", res.Notes)
 	s.emit(Change{Kind: ChangeUpdated, Session: id})
-	return s.get(ctx, id, auth.SessionRoleOwner)
+	return s.read(ctx, id, auth.SessionRoleOwner, false)
 }
 
 // importLog seeds an in-memory log with the imported events (NewSeeded adds
@@ -122,7 +135,9 @@ func (s *Service) Import(ctx context.Context, a *auth.Actor, r io.Reader) (Sessi
 func importLog(row *models.Session, res *importer.Result, actor *session.Actor) ([]session.Event, error) {
 	at := row.CreatedAt.UnixMilli()
 	h := session.Header{ID: row.ID, CreatedAt: at, Cwd: row.Workspace}
-	l, err := session.NewSeeded(h, res.Events, session.Options{Clock: func() int64 { return at }})
+	// Trusted: the importer's log validated and compacted every event; a
+	// second validation would copy the whole log again.
+	l, err := session.NewSeeded(h, res.Events, session.Options{Clock: func() int64 { return at }, Trusted: true})
 	if err != nil {
 		return nil, fmt.Errorf("seed the imported log: %w", err)
 	}
@@ -191,16 +206,16 @@ func importTitle(res *importer.Result) string {
 	return truncateBytes(t, MaxTitleBytes)
 }
 
-// truncateBytes cuts s to at most n bytes at a rune boundary.
+// truncateBytes cuts s to at most n bytes at a rune boundary. It looks at
+// the n bytes only: s may be a 64 MiB word.
 func truncateBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	for len(string(r)) > n {
-		r = r[:len(r)-1]
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return string(r)
+	return s[:n]
 }
 
 // importError maps a refused import to the client's error: the importer's

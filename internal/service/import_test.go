@@ -18,7 +18,7 @@ import (
 
 const corpusDir = "/work/shared/corpus/dsh-sessions"
 
-func readCorpusFile(t *testing.T, name string) []byte {
+func readCorpusFile(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(corpusDir, name))
 	if err != nil {
@@ -339,5 +339,26 @@ func TestImportCorpusContinues(t *testing.T) {
 	}
 	if imported < 70 {
 		t.Fatalf("%d corpus files imported", imported)
+	}
+}
+
+// An import checks that the stored session loads, but does not keep it
+// loaded: a large log would stay in memory until the idle unload. Opening
+// it loads it.
+func TestImportLeavesSessionUnloaded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s, err := e.svc.Import(t.Context(), e.alice, bytes.NewReader(readCorpusFile(t, "examples--headless-agent--advanced-toolchain--session.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, live := e.app.Manager.Lookup(s.ID); live {
+		t.Fatal("the imported session stayed loaded")
+	}
+	if got, err := e.svc.GetSession(t.Context(), e.alice, s.ID); err != nil || got.Title != s.Title {
+		t.Fatalf("open the import: %+v %v", got, err)
+	}
+	if _, live := e.app.Manager.Lookup(s.ID); !live {
+		t.Fatal("opening the import did not load it")
 	}
 }

@@ -68,6 +68,7 @@ type Service struct {
 	meters    *meterCache
 	attachMax int64
 	replicas  Replicas
+	imports   importSlots
 
 	changesMu sync.RWMutex
 	nextSub   int
@@ -100,6 +101,7 @@ func New(d Deps) *Service {
 		changes:   map[int]func(Change){},
 		attachMax: cmp.Or(d.AttachmentMax, DefaultAttachmentMax),
 		replicas:  d.Replicas,
+		imports:   newImportSlots(),
 	}
 }
 

@@ -3,6 +3,8 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,10 +23,13 @@ const maxImportUpload = importer.MaxBytes + 1<<20
 // DeepSeek Harness session log) → 201 session, owned by the caller. A log
 // that cannot be converted is 400 bad_request with the line in the
 // message; a body over the cap is 413 too_large; a full disk is 507
-// insufficient_storage, with nothing left behind.
+// insufficient_storage, with nothing left behind. While
+// service.MaxConcurrentImports imports run, another is 503 unavailable
+// with Retry-After, its body unread.
 func (s *Server) apiImport(c echo.Context) error {
 	sess, err := s.svc.Import(c.Request().Context(), ActorFrom(c), c.Request().Body)
 	if err != nil {
+		setImportRetryAfter(c, err)
 		return err
 	}
 	return writeJSON(c, http.StatusCreated, sess)
@@ -72,10 +77,19 @@ func (s *Server) pageImport(c echo.Context) error {
 	defer f.Close()
 	sess, err := s.svc.Import(c.Request().Context(), ActorFrom(c), f)
 	if err != nil {
-		if e := service.AsError(err); e.Code == service.CodeBadRequest || e.Code == service.CodeTooLarge || e.Code == service.CodeInsufficientStorage {
+		setImportRetryAfter(c, err)
+		if e := service.AsError(err); e.Code == service.CodeBadRequest || e.Code == service.CodeTooLarge || e.Code == service.CodeInsufficientStorage || e.Code == service.CodeUnavailable {
 			return s.renderSessions(c, e.Code.HTTPStatus(), "Import failed: "+e.Message)
 		}
 		return s.pageError(c, err)
 	}
 	return redirect(c, "/sessions/"+sess.ID)
+}
+
+// setImportRetryAfter tells a client refused for the import limit when to
+// try again.
+func setImportRetryAfter(c echo.Context, err error) {
+	if errors.Is(err, service.ErrImportsBusy) {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(service.ImportRetryAfter/time.Second)))
+	}
 }

@@ -25,6 +25,8 @@ type conn struct {
 	// writing is when the frame being written started (unix ns), 0 when
 	// the writer is idle; the keepalive drops a socket stuck in a write.
 	writing atomic.Int64
+	// stall: the keepalive cuts a client that stopped reading.
+	stall *stallWatch
 
 	// ctx ends when the connection is gone; requests and replays use it.
 	ctx    context.Context
@@ -49,6 +51,7 @@ func (h *Hub) newConn(sock *websocket.Conn, w *wire, a *auth.Actor) *conn {
 		h: h, sock: sock, wire: w, actor: a,
 		ctx: ctx, cancel: cancel, subs: map[string]*subscription{},
 		limit: newBucket(h.opts.CommandRate, h.opts.CommandBurst),
+		stall: newStallWatch(h.opts.StallTimeout, time.Now()),
 	}
 	var direct func([]item) (int, bool)
 	if w != nil {
@@ -69,6 +72,7 @@ func (c *conn) tryDirect(items []item) (sent int, partial bool) {
 	sent, partial = c.wire.tryFrames(payloads[:n])
 	if sent > 0 || partial {
 		c.h.writesOut.Add(1)
+		c.stall.wrote(time.Now())
 	}
 	return sent, partial
 }
@@ -138,6 +142,7 @@ func (c *conn) writeLoop() {
 			c.closeNow()
 			return
 		}
+		c.stall.wrote(time.Now())
 		c.h.framesOut.Add(1)
 		c.h.writesOut.Add(1)
 	}
@@ -181,19 +186,29 @@ func compose(items []item) []byte {
 // keepalive pings every PingInterval (a missing pong closes the socket)
 // and re-checks the credential and the subscriptions (recheck): access
 // notices cut revocations made in this process at once, this catches the
-// rest (an expired login, the CLI revoking a token). It also drops a socket
-// whose current write has taken longer than WriteTimeout.
+// rest (an expired login, the CLI revoking a token). It also cuts a client
+// that stopped reading while its queue grows (StallTimeout, 4008), and
+// drops a socket whose current write has taken longer than WriteTimeout
+// while nothing more queued (a dead peer).
 func (c *conn) keepalive() {
 	t := time.NewTicker(c.h.opts.PingInterval)
 	defer t.Stop()
-	watch := time.NewTicker(max(c.h.opts.WriteTimeout/4, 10*time.Millisecond))
+	watch := time.NewTicker(max(min(c.h.opts.WriteTimeout, c.h.opts.StallTimeout)/4, 10*time.Millisecond))
 	defer watch.Stop()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
-		case <-watch.C:
-			if start := c.writing.Load(); start != 0 && time.Since(time.Unix(0, start)) > c.h.opts.WriteTimeout {
+		case now := <-watch.C:
+			growing, stalled := c.stall.check(now, c.out.size())
+			if stalled {
+				c.slow("read nothing while its queue grew")
+				return
+			}
+			// A write stuck while frames keep queuing is a client that
+			// stopped reading: the stall rule above cuts it, with 4008.
+			// One stuck on a quiet socket is a dead peer.
+			if start := c.writing.Load(); start != 0 && !growing && now.Sub(time.Unix(0, start)) > c.h.opts.WriteTimeout {
 				c.h.log.Debug("websocket write timed out")
 				c.closeNow()
 				return
@@ -201,18 +216,31 @@ func (c *conn) keepalive() {
 			continue
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, c.h.opts.PingInterval)
-		err := c.sock.Ping(ctx)
-		cancel()
-		if err != nil {
-			if c.ctx.Err() == nil {
+		// A client that reads nothing while frames queue for it cannot
+		// answer a ping either (the ping waits behind what it has not
+		// read): the stall rule judges it, with 4008, not the keepalive.
+		if !c.growing() {
+			ctx, cancel := context.WithTimeout(c.ctx, c.h.opts.PingInterval)
+			err := c.sock.Ping(ctx)
+			cancel()
+			if c.ctx.Err() != nil {
+				return
+			}
+			if err != nil && !c.growing() {
 				c.h.log.Debug("websocket keepalive failed", "err", err)
 				c.closeNow()
+				return
 			}
-			return
 		}
 		c.recheck()
 	}
+}
+
+// growing reports whether the send queue grew since the socket last took
+// bytes (keepalive goroutine only).
+func (c *conn) growing() bool {
+	growing, _ := c.stall.check(time.Now(), c.out.size())
+	return growing
 }
 
 // handle answers one frame; a panic is answered internal and the
@@ -287,12 +315,13 @@ func (c *conn) offer(items ...item) {
 		c.h.framesOut.Add(uint64(written))
 	}
 	if refused {
-		c.slow()
+		c.slow("queue bound")
 	}
 }
 
-// slow cuts a consumer that cannot keep up: it resumes with since.
-func (c *conn) slow() {
+// slow cuts a consumer that cannot keep up, for cause: it resumes with
+// since. Its queued frames are dropped at once.
+func (c *conn) slow(cause string) {
 	c.mu.Lock()
 	already := c.closing
 	c.mu.Unlock()
@@ -300,7 +329,7 @@ func (c *conn) slow() {
 		return
 	}
 	c.h.slowClosed.Add(1)
-	c.h.log.Info("websocket slow consumer cut", "user", c.actor.UserID, "queued", c.out.len())
+	c.h.log.Info("websocket slow consumer cut", "user", c.actor.UserID, "queued", c.out.len(), "cause", cause)
 	c.close(CloseSlowConsumer, ReasonSlowConsumer)
 }
 

@@ -36,8 +36,15 @@ type Options struct {
 	MaxFrame int64
 	// PingInterval is the keepalive period (default 20 s).
 	PingInterval time.Duration
-	// WriteTimeout bounds one frame write (default 10 s).
+	// WriteTimeout bounds one frame write while no other frame is
+	// queued behind it (default 10 s): a dead peer is dropped. While
+	// frames keep queuing, StallTimeout applies instead.
 	WriteTimeout time.Duration
+	// StallTimeout cuts a connection with 4008 when its socket has taken
+	// nothing for this long while its send queue kept growing (default
+	// 60 s): a client that stopped reading, whose frames would otherwise
+	// wait in memory up to SendBytes.
+	StallTimeout time.Duration
 	// ReplayPage is how many events a replay reads at a time, and the most
 	// events one session/events frame carries (default 256).
 	ReplayPage int
@@ -69,6 +76,9 @@ const (
 // DefaultSendBytes is the default of Options.SendBytes and HoldBytes.
 const DefaultSendBytes = 32 << 20
 
+// DefaultStallTimeout is the default of Options.StallTimeout.
+const DefaultStallTimeout = 60 * time.Second
+
 func (o Options) withDefaults() Options {
 	if o.SendBytes <= 0 {
 		o.SendBytes = DefaultSendBytes
@@ -84,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
 	}
 	if o.ReplayPage <= 0 {
 		o.ReplayPage = 256
@@ -399,7 +412,7 @@ type Stats struct {
 	Conns         int    `json:"conns"`
 	Topics        int    `json:"topics"`
 	Subscriptions int    `json:"subscriptions"`
-	SlowClosed    uint64 `json:"slowClosed"` // connections cut as slow consumers
+	SlowClosed    uint64 `json:"slowClosed"` // connections cut as slow consumers (queue bound or stall)
 	FramesOut     uint64 `json:"framesOut"`  // frames written
 	WritesOut     uint64 `json:"writesOut"`  // socket writes they took
 }

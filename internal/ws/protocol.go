@@ -67,7 +67,8 @@ const (
 // Close codes beyond RFC 6455's.
 const (
 	// CloseSlowConsumer: the send queue went past its byte bound
-	// (Options.SendBytes, or HoldBytes during a replay); reconnect and
+	// (Options.SendBytes, or HoldBytes during a replay), or the client
+	// read nothing for Options.StallTimeout while it grew; reconnect and
 	// subscribe with since = the last seq received.
 	CloseSlowConsumer websocket.StatusCode = 4008
 	// CloseRevoked: the credential the socket was opened with no longer

@@ -49,7 +49,7 @@ func (s *subscription) offerLocked(it item) {
 	}
 	if s.holding {
 		if s.heldBytes+it.size() > s.c.h.opts.HoldBytes {
-			s.c.slow()
+			s.c.slow("hold bound")
 			return
 		}
 		s.held = append(s.held, it)
