@@ -36,9 +36,13 @@ func TestEstimateBlocks(t *testing.T) {
 			}
 		})
 	}
-	msgs := []llm.Message{llm.UserText("abcd", llm.Source{Kind: llm.SourceUser}), llm.UserText("", llm.Source{Kind: llm.SourceUser})}
-	if got := compact.EstimateMessages(msgs); got != (1+4+4)+(0+4+4) {
-		t.Fatalf("EstimateMessages = %d", got)
+	for _, m := range []struct {
+		text string
+		want int64
+	}{{"abcd", 1 + 4 + 4}, {"", 0 + 4 + 4}} {
+		if got := compact.EstimateMessage(llm.UserText(m.text, llm.Source{Kind: llm.SourceUser})); got != m.want {
+			t.Fatalf("EstimateMessage(%q) = %d, want %d", m.text, got, m.want)
+		}
 	}
 	tools := []llm.ToolSchema{{Name: "t", Description: "d", Parameters: json.RawMessage(`{}`)}}
 	// [{"name":"t","description":"d","parameters":{}}] is 48 chars.
