@@ -63,7 +63,6 @@ type Options struct {
 	Clock          func() int64    // epoch ms; default time.Now
 	Rand           func() float64  // retry jitter; default math/rand
 	Tools          *tools.Registry // global tool definitions; default empty
-	ToolHooks      *ToolHooks      // global tool hooks; default none
 	Providers      *llm.Registry   // model routes (required)
 	// OnLoad runs on every cold-loaded log after crash repair, before the
 	// agent is published (e.g. compaction closes a dead bracket with an
@@ -134,58 +133,12 @@ type Confiner interface {
 	Command(ctx context.Context, sessionID, workspace string, p tools.Process) (*exec.Cmd, error)
 }
 
-// ToolHooks are pipeline hooks applied to every agent's tool calls.
-type ToolHooks struct {
-	mu     sync.RWMutex
-	Pre    []tools.PreHook
-	Post   []tools.PostHook
-	Guard  []tools.Guard
-	Around []tools.ExecuteHook
-}
-
-func (h *ToolHooks) pre() []tools.PreHook {
-	if h == nil {
-		return nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return append([]tools.PreHook(nil), h.Pre...)
-}
-
-func (h *ToolHooks) post() []tools.PostHook {
-	if h == nil {
-		return nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return append([]tools.PostHook(nil), h.Post...)
-}
-
-func (h *ToolHooks) guards() []tools.Guard {
-	if h == nil {
-		return nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return append([]tools.Guard(nil), h.Guard...)
-}
-
-func (h *ToolHooks) around() []tools.ExecuteHook {
-	if h == nil {
-		return nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return append([]tools.ExecuteHook(nil), h.Around...)
-}
-
 // Manager owns the live agents of a process.
 type Manager struct {
 	logger    *slog.Logger
 	store     Store
 	providers *llm.Registry
 	tools     *tools.Registry
-	toolHooks *ToolHooks
 	hooks     *Hooks
 	opts      Options
 	live      bus
@@ -267,7 +220,6 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 		store:     store,
 		providers: opts.Providers,
 		tools:     opts.Tools,
-		toolHooks: opts.ToolHooks,
 		hooks:     &Hooks{},
 		opts:      opts,
 		clock:     opts.Clock,
