@@ -21,7 +21,7 @@ func TestEstimateBlocks(t *testing.T) {
 	}{
 		{"empty text", llm.Text(""), 4},
 		{"text rounds up", llm.Text("abcde"), 2 + 4},
-		{"reasoning", llm.Reasoning("abcd"), 1 + 4},
+		{"reasoning", llm.ContentBlock{Type: llm.BlockReasoning, Text: "abcd"}, 1 + 4},
 		{"utf-16 units", llm.Text("é😀"), 1 + 4}, // 3 code units
 		{"tool call", llm.ToolCall("c1", "read", `{"a":1}`), 1 + 2 + 4},
 		{"tool result", llm.ContentBlock{Type: llm.BlockToolResult, ToolCallID: "c1", Content: []llm.ContentBlock{llm.Text("abcdefgh")}}, (2 + 4) + 4},
