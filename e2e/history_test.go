@@ -42,7 +42,7 @@ func seedHistory(t testing.TB, s *server, owner string, n int) string {
 		answer := fmt.Sprintf("Answer **%d**: here is some `code` and a list:\n\n- one\n- two\n\n```go\nfmt.Println(%d)\n```", i, i)
 		must(l.AppendSurface(session.TypeAssistantMessage, session.AssistantMessage{Turn: i, Step: 1,
 			Message: llm.Message{ID: uuid.NewString(), Role: llm.RoleAssistant, Source: model,
-				Content: []llm.ContentBlock{llm.Reasoning(fmt.Sprintf("Thinking about %d.", i)), llm.Text(answer)}},
+				Content: []llm.ContentBlock{{Type: llm.BlockReasoning, Text: fmt.Sprintf("Thinking about %d.", i)}, llm.Text(answer)}},
 			Usage: &llm.Usage{InputTokens: 40, CacheReadTokens: int64(100 * i), OutputTokens: 30},
 		}, session.Append(), []int64{}))
 		must(l.Append(session.TypeStepEnd, session.StepBoundary{Turn: i, Step: 1}))

@@ -70,15 +70,6 @@ func EstimateBlocks(blocks []llm.ContentBlock) int64 {
 // per-message role overhead.
 func EstimateMessage(m llm.Message) int64 { return EstimateBlocks(m.Content) + roleOverhead }
 
-// EstimateMessages prices a message list.
-func EstimateMessages(msgs []llm.Message) int64 {
-	var n int64
-	for _, m := range msgs {
-		n += EstimateMessage(m)
-	}
-	return n
-}
-
 // EstimateHeader prices the non-message part of a request: the system prompt
 // (ceil(len/4)+4 when present) and the tool schemas (ceil(json/4)+4 when
 // any).

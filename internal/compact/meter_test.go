@@ -21,7 +21,7 @@ func TestEstimateBlocks(t *testing.T) {
 	}{
 		{"empty text", llm.Text(""), 4},
 		{"text rounds up", llm.Text("abcde"), 2 + 4},
-		{"reasoning", llm.Reasoning("abcd"), 1 + 4},
+		{"reasoning", llm.ContentBlock{Type: llm.BlockReasoning, Text: "abcd"}, 1 + 4},
 		{"utf-16 units", llm.Text("é😀"), 1 + 4}, // 3 code units
 		{"tool call", llm.ToolCall("c1", "read", `{"a":1}`), 1 + 2 + 4},
 		{"tool result", llm.ContentBlock{Type: llm.BlockToolResult, ToolCallID: "c1", Content: []llm.ContentBlock{llm.Text("abcdefgh")}}, (2 + 4) + 4},
@@ -36,9 +36,13 @@ func TestEstimateBlocks(t *testing.T) {
 			}
 		})
 	}
-	msgs := []llm.Message{llm.UserText("abcd", llm.Source{Kind: llm.SourceUser}), llm.UserText("", llm.Source{Kind: llm.SourceUser})}
-	if got := compact.EstimateMessages(msgs); got != (1+4+4)+(0+4+4) {
-		t.Fatalf("EstimateMessages = %d", got)
+	for _, m := range []struct {
+		text string
+		want int64
+	}{{"abcd", 1 + 4 + 4}, {"", 0 + 4 + 4}} {
+		if got := compact.EstimateMessage(llm.UserText(m.text, llm.Source{Kind: llm.SourceUser})); got != m.want {
+			t.Fatalf("EstimateMessage(%q) = %d, want %d", m.text, got, m.want)
+		}
 	}
 	tools := []llm.ToolSchema{{Name: "t", Description: "d", Parameters: json.RawMessage(`{}`)}}
 	// [{"name":"t","description":"d","parameters":{}}] is 48 chars.

@@ -66,9 +66,6 @@ type PrunerOptions struct {
 	TailChars      int // kept from the end (default 1024)
 }
 
-// DefaultOptions returns the defaults explicitly.
-func DefaultOptions() Options { return Options{}.withDefaults() }
-
 func (o Options) withDefaults() Options {
 	if o.ThresholdRatio <= 0 || o.ThresholdRatio > 1 {
 		o.ThresholdRatio = DefaultThresholdRatio

@@ -57,9 +57,6 @@ Rules:
 // checkpointPreamble opens the checkpoint message.
 const checkpointPreamble = "This is an automatic checkpoint that condenses the earlier part of this conversation to free context space. Treat it as established background and build on it without repeating it. Continue the work directly from the messages that follow, without acknowledging this checkpoint."
 
-// SummaryInstruction returns the instruction the summary call ends with.
-func SummaryInstruction() string { return summaryInstruction }
-
 // summaryInput is what a summary call replays.
 type summaryInput struct {
 	header   session.EpochHeader

@@ -37,9 +37,6 @@ type PreStepDecision struct {
 // Enter builds an enter decision.
 func Enter(msgs []llm.Message) PreStepDecision { return PreStepDecision{Messages: msgs} }
 
-// Reject builds a reject decision.
-func Reject() PreStepDecision { return PreStepDecision{Reject: true} }
-
 // PreStepHook is a waterfall listener of agent/pre-step.
 type PreStepHook func(ctx context.Context, p *PreStepPayload, next func(context.Context) (PreStepDecision, error)) (PreStepDecision, error)
 

@@ -56,14 +56,11 @@ type Meta struct {
 type Options struct {
 	MaxParallelTools int           // rolling tool pool per step; default 10
 	IdleUnload       time.Duration // unload idle, unpinned agents after this; 0 = never
-	Persona          string        // deployment persona section of the system prompt
 	// VerifyRequests re-derives every request from a fresh load of the log
 	// and fails the turn on any difference (tests run with it on).
 	VerifyRequests bool
 	Clock          func() int64    // epoch ms; default time.Now
-	Rand           func() float64  // retry jitter; default math/rand
 	Tools          *tools.Registry // global tool definitions; default empty
-	ToolHooks      *ToolHooks      // global tool hooks; default none
 	Providers      *llm.Registry   // model routes (required)
 	// OnLoad runs on every cold-loaded log after crash repair, before the
 	// agent is published (e.g. compaction closes a dead bracket with an
@@ -122,9 +119,6 @@ type Options struct {
 	// Children stores subagents' sessions; set, every agent but a
 	// subagent is offered the task tool (subagent.go). nil: no subagents.
 	Children ChildSessions
-	// MaxSubagents bounds the subagents one agent runs at once (default
-	// DefaultMaxSubagents).
-	MaxSubagents int
 }
 
 // Confiner confines the processes a session's tools start to that
@@ -134,58 +128,12 @@ type Confiner interface {
 	Command(ctx context.Context, sessionID, workspace string, p tools.Process) (*exec.Cmd, error)
 }
 
-// ToolHooks are pipeline hooks applied to every agent's tool calls.
-type ToolHooks struct {
-	mu     sync.RWMutex
-	Pre    []tools.PreHook
-	Post   []tools.PostHook
-	Guard  []tools.Guard
-	Around []tools.ExecuteHook
-}
-
-func (h *ToolHooks) pre() []tools.PreHook {
-	if h == nil {
-		return nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return append([]tools.PreHook(nil), h.Pre...)
-}
-
-func (h *ToolHooks) post() []tools.PostHook {
-	if h == nil {
-		return nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return append([]tools.PostHook(nil), h.Post...)
-}
-
-func (h *ToolHooks) guards() []tools.Guard {
-	if h == nil {
-		return nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return append([]tools.Guard(nil), h.Guard...)
-}
-
-func (h *ToolHooks) around() []tools.ExecuteHook {
-	if h == nil {
-		return nil
-	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return append([]tools.ExecuteHook(nil), h.Around...)
-}
-
 // Manager owns the live agents of a process.
 type Manager struct {
 	logger    *slog.Logger
 	store     Store
 	providers *llm.Registry
 	tools     *tools.Registry
-	toolHooks *ToolHooks
 	hooks     *Hooks
 	opts      Options
 	live      bus
@@ -229,9 +177,6 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 	if opts.Clock == nil {
 		opts.Clock = func() int64 { return time.Now().UnixMilli() }
 	}
-	if opts.Rand == nil {
-		opts.Rand = rand.Float64
-	}
 	if opts.Tools == nil {
 		opts.Tools = tools.NewRegistry()
 	}
@@ -250,9 +195,6 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 	if opts.StaleAfter <= 0 || opts.StaleAfter > opts.LeaseTTL {
 		opts.StaleAfter = opts.LeaseTTL
 	}
-	if opts.MaxSubagents <= 0 {
-		opts.MaxSubagents = DefaultMaxSubagents
-	}
 	if opts.Children != nil {
 		// One definition serves every manager of the registry: the body
 		// finds its agent through the call.
@@ -267,11 +209,10 @@ func NewManager(logger *slog.Logger, store Store, opts Options) *Manager {
 		store:     store,
 		providers: opts.Providers,
 		tools:     opts.Tools,
-		toolHooks: opts.ToolHooks,
 		hooks:     &Hooks{},
 		opts:      opts,
 		clock:     opts.Clock,
-		rand:      opts.Rand,
+		rand:      rand.Float64,
 		baseCtx:   base,
 		agents:    map[string]*Agent{},
 		loading:   map[string]*loadCall{},
@@ -501,7 +442,7 @@ func (m *Manager) newAgent(meta Meta, l *session.Log) *Agent {
 		status:    StatusIdle,
 		lastIdle:  time.Now(),
 		sandbox:   meta.ID,
-		taskSlots: make(chan struct{}, m.opts.MaxSubagents),
+		taskSlots: make(chan struct{}, maxSubagents),
 	}
 	if meta.Subagent {
 		// A child has the parent's sandbox, no session tools (MCP) of its

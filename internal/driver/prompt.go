@@ -15,7 +15,6 @@ import (
 // Section orders, following the upstream conventions.
 const (
 	OrderIdentity     = -100
-	OrderPersona      = 0
 	OrderToolGuidance = 100
 	OrderPermission   = 115
 )
@@ -54,9 +53,6 @@ func (a *Agent) assemble(ctx context.Context) (*Assembly, error) {
 		Contexts: []Section{permissionContext(a.log.State().Mode)},
 		Tools:    a.scope.SchemasWithout(omit),
 		Vars:     map[string]string{"cwd": a.workspace, "provider": cfg.Provider, "model": cfg.Model},
-	}
-	if a.m.opts.Persona != "" {
-		base.Sections = append(base.Sections, Section{Name: "deployment:persona", Order: OrderPersona, Text: a.m.opts.Persona})
 	}
 	if a.subagent {
 		base.Sections = append(base.Sections, subagentSection)

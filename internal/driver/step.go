@@ -240,10 +240,7 @@ func (a *Agent) retriesSpent(turn, step int, provider, key string) int {
 func (a *Agent) runTools(ctx context.Context, turn, step int, calls []llm.ContentBlock) (tools.Outcome, error) {
 	p := &tools.Pipeline{
 		Scope:       a.scope,
-		Pre:         append([]tools.PreHook{tools.PermissionHook()}, a.m.toolHooks.pre()...),
-		Post:        a.m.toolHooks.post(),
-		Guards:      a.m.toolHooks.guards(),
-		Around:      a.m.toolHooks.around(),
+		Pre:         []tools.PreHook{tools.PermissionHook()},
 		MaxParallel: a.m.opts.MaxParallelTools,
 	}
 	if caps := a.m.opts.Caps; caps != nil {

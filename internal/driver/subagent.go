@@ -23,9 +23,9 @@ import (
 // TaskToolName is the name of the tool that starts a subagent.
 const TaskToolName = "task"
 
-// DefaultMaxSubagents is how many subagents one parent runs at once; more
+// maxSubagents is how many subagents one parent runs at once; more
 // calls wait for a slot (their turn can still be cancelled).
-const DefaultMaxSubagents = 3
+const maxSubagents = 3
 
 // ChildSessions stores the sessions of subagents (driverstore, wired by
 // app): the driver runs them but does not own session rows.

@@ -118,24 +118,18 @@ func TestInvalidToolCalls(t *testing.T) {
 	}
 }
 
-// Case 46: a pre-execute deny runs no body and tells the model why.
+// Case 46: a pre-execute deny (read-only mode refusing bash) runs no body
+// and tells the model why.
 func TestCase46PreExecuteDeny(t *testing.T) {
 	t.Parallel()
-	hooks := &driver.ToolHooks{Pre: []tools.PreHook{func(ctx context.Context, c *tools.Call, next func(context.Context) tools.PreDecision) tools.PreDecision {
-		if c.Name == "bash" {
-			return tools.PreDecision{Kind: tools.PreDeny, Reason: "shell is disabled by policy"}
-		}
-		return next(ctx)
-	}}}
-	h := newHarness(t, script(toolReply(call("c1", "bash", map[string]any{"command": "touch ran", "description": "t"})), textReply("ok")),
-		withManager(func(o *driver.Options) { o.ToolHooks = hooks }))
-	_ = h.agent.SetMode(h.ctx, session.ModeAuto, nil)
+	h := newHarness(t, script(toolReply(call("c1", "bash", map[string]any{"command": "touch ran", "description": "t"})), textReply("ok")))
+	_ = h.agent.SetMode(h.ctx, session.ModeReadOnly, nil)
 	h.followup("go")
 	h.idle()
 	if fileExists(h.ws, "ran") {
 		t.Fatal("denied body ran")
 	}
-	if tm := lastToolMessage(t, h); tm.Text() != "Error: shell is disabled by policy" {
+	if tm := lastToolMessage(t, h); !strings.HasPrefix(tm.Text(), "Error: the session is in read-only mode") {
 		t.Fatalf("model saw %q", tm.Text())
 	}
 }

@@ -212,7 +212,7 @@ func TestCase17PreStepReject(t *testing.T) {
 	remove := h.agent.Hooks().OnPreStep(func(ctx context.Context, p *driver.PreStepPayload, next func(context.Context) (driver.PreStepDecision, error)) (driver.PreStepDecision, error) {
 		close(entered)
 		<-release
-		return driver.Reject(), nil
+		return driver.PreStepDecision{Reject: true}, nil
 	})
 	h.followup("blocked one")
 	<-entered

@@ -125,9 +125,6 @@ func Classify(ip netip.Addr) Reason {
 	return ""
 }
 
-// Public reports whether ip is a public internet address.
-func Public(ip netip.Addr) bool { return Classify(ip) == "" }
-
 // Guard dials under the policy. Build one per use (a fetch, a proxied
 // connection), so it sees the allow-list as it is now.
 type Guard struct {

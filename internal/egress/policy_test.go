@@ -17,8 +17,8 @@ func TestPublicAddresses(t *testing.T) {
 		"::1": false, "::": false, "fe80::1": false, "fd00::1": false, "::ffff:127.0.0.1": false, "::ffff:8.8.8.8": true,
 		"64:ff9b::7f00:1": false, "2002:7f00:1::": false,
 	} {
-		if got := Public(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("Public(%s) = %v, want %v", addr, got, want)
+		if got := Classify(netip.MustParseAddr(addr)); (got == "") != want {
+			t.Errorf("Classify(%s) = %q, want public %v", addr, got, want)
 		}
 	}
 }

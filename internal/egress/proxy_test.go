@@ -183,7 +183,7 @@ func TestProxySOCKS5(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &http.Client{Transport: &http.Transport{Dial: d.Dial}}
+	c := &http.Client{Transport: &http.Transport{DialContext: d.(proxy.ContextDialer).DialContext}}
 	if code, body, err := get(c, site.URL); err != nil || code != 200 || body != "hello from socks" {
 		t.Fatalf("allowed: %d %q %v", code, body, err)
 	}

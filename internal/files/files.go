@@ -182,8 +182,7 @@ func Read(dir, rel string, limit int64) (content []byte, info fs.FileInfo, trunc
 		content, truncated = content[:limit], true
 	}
 	truncated = truncated || info.Size() > limit
-	binary = bytes.IndexByte(content[:min(len(content), binarySniff)], 0) >= 0
-	return content, info, truncated, binary, nil
+	return content, info, truncated, IsBinary(content), nil
 }
 
 // Open opens the regular file rel below dir for reading (a download). The
@@ -240,10 +239,8 @@ func regular(rel string, info fs.FileInfo) error {
 
 // classify maps an os error on rel to the package's errors.
 func classify(rel string, err error) error {
-	var pe *fs.PathError
 	switch {
-	case errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent":
-		// os.Root's refusal; the os package exports no sentinel for it.
+	case IsEscape(err):
 		return fmt.Errorf("%w: %s leads out through a symlink", ErrOutside, rel)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %s", ErrNotFound, rel)
@@ -255,4 +252,18 @@ func classify(rel string, err error) error {
 		return fmt.Errorf("%w: %s", ErrNotRegular, rel)
 	}
 	return err
+}
+
+// IsBinary reports whether content looks binary: a NUL byte near its start,
+// as git decides.
+func IsBinary(content []byte) bool {
+	return bytes.IndexByte(content[:min(len(content), binarySniff)], 0) >= 0
+}
+
+// IsEscape reports an os.Root refusal of a name that leads out of the
+// root (a symlink or ".."). The os package has no exported sentinel for
+// it, so the error text is matched.
+func IsEscape(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent"
 }

@@ -188,9 +188,6 @@ type ContentBlock struct {
 // Text builds a text block.
 func Text(s string) ContentBlock { return ContentBlock{Type: BlockText, Text: s} }
 
-// Reasoning builds a reasoning block.
-func Reasoning(s string) ContentBlock { return ContentBlock{Type: BlockReasoning, Text: s} }
-
 // Image builds an image block referring to a stored attachment.
 func Image(attachment, mediaType string, size int64, width, height int, name string) ContentBlock {
 	return ContentBlock{Type: BlockImage, Attachment: attachment, MediaType: mediaType, Size: size, Width: width, Height: height, Name: name}

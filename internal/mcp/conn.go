@@ -148,11 +148,15 @@ func (c *conn) connectLocked(ctx context.Context) (*sdk.ClientSession, error) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "harness", Version: "1"}, &sdk.ClientOptions{
 		Logger: logger,
 		// Roots without list-changed notifications: the workspace is the
-		// session's one root and never changes.
+		// session's one root and never changes. Roots are deprecated by
+		// protocol 2026-07-28 but still how servers (the reference
+		// filesystem server) learn the directory they may use.
+		//lint:ignore SA1019 roots stay until the servers we run take paths another way
 		Capabilities:                &sdk.ClientCapabilities{RootsV2: &sdk.RootCapabilities{}},
 		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { c.markStale() },
 		ProgressNotificationHandler: c.progress,
 	})
+	//lint:ignore SA1019 see Capabilities above
 	client.AddRoots(&sdk.Root{URI: (&url.URL{Scheme: "file", Path: c.set.workspace}).String(), Name: "workspace"})
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {

@@ -33,7 +33,7 @@ func benchEvent(seq int64) session.Event {
 	case seq%50 == 49:
 		return ev(seq, session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 1,
 			Message: llm.Message{ID: fmt.Sprint("a", seq), Role: llm.RoleAssistant,
-				Content: []llm.ContentBlock{llm.Reasoning(strings.Repeat("thinking ", 40)), llm.Text(strings.Repeat("answer ", 60))},
+				Content: []llm.ContentBlock{{Type: llm.BlockReasoning, Text: strings.Repeat("thinking ", 40)}, llm.Text(strings.Repeat("answer ", 60))},
 				Source:  llm.Source{Kind: llm.SourceModel, Provider: "deepseek", Model: "deepseek-v4-flash"}},
 			Usage: &llm.Usage{InputTokens: 15137, OutputTokens: 128}})
 	default:

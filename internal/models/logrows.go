@@ -300,12 +300,6 @@ func splitEvent(ev session.Event) (data []byte, meta string, err error) {
 	return data, compactMeta(string(tail[:len(tail)-1])), nil
 }
 
-// envelopeHead is MarshalEvent's output up to the data.
-func envelopeHead(seq, t int64, typ string) []byte {
-	b := make([]byte, 0, 64+len(typ))
-	return appendEnvelopeHead(b, seq, t, typ)
-}
-
 func appendEnvelopeHead(b []byte, seq, t int64, typ string) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, seq, 10)

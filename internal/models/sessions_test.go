@@ -245,7 +245,7 @@ func TestListSessions(t *testing.T) {
 			"a4": {userMessage(0, "runtime context mentions flamingo", llm.SourcePlugin)},
 			"a5": {ev(0, session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 1, Message: llm.Message{
 				ID: "x", Role: llm.RoleAssistant, Source: llm.Source{Kind: llm.SourceModel},
-				Content: []llm.ContentBlock{llm.Reasoning("thinking about flamingo"), llm.Text("The answer is «Zebra» <ok>")}}})},
+				Content: []llm.ContentBlock{{Type: llm.BlockReasoning, Text: "thinking about flamingo"}, llm.Text("The answer is «Zebra» <ok>")}}})},
 		}
 		for id, evs := range msgs {
 			for _, e := range evs {

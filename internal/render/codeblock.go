@@ -29,6 +29,12 @@ type codeBlockRenderer struct {
 	style     *chroma.Style
 }
 
+// Chroma styles of the light and dark themes.
+const (
+	LightStyle = "github"
+	DarkStyle  = "github-dark"
+)
+
 // classesOnly is the style handed to the formatter. With classes and no
 // surrounding <pre>, what the formatter writes does not depend on the
 // style (chroma.css holds the colours), so an empty one does: the styles

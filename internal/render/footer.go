@@ -242,16 +242,6 @@ func (b *FigureBook) ledger(id string) *figureLedger {
 	return g
 }
 
-// FoldFigures folds a whole log's figures (tests, one-off reads).
-func FoldFigures(events []session.Event) SessionFigures {
-	p := newProjection(nil, false)
-	p.figuresOnly = true
-	for _, ev := range events {
-		_ = p.apply(ev)
-	}
-	return p.totals
-}
-
 // figureEvents are the events a figures-only projection folds.
 var figureEvents = map[session.Type]bool{
 	session.TypeTurnStart: true, session.TypeStepStart: true, session.TypeAssistantChunk: true,

@@ -78,7 +78,7 @@ var projectionCases = []struct {
 		r.stream(1, 1, 0, llm.BlockReasoning, "let me think")
 		r.stream(1, 1, 1, llm.BlockText, "**an** answer with `code`")
 		r.add(session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 1,
-			Message: llm.Message{ID: "a1", Role: llm.RoleAssistant, Content: []llm.ContentBlock{llm.Reasoning("let me think"), llm.Text("**an** answer with `code`")}},
+			Message: llm.Message{ID: "a1", Role: llm.RoleAssistant, Content: []llm.ContentBlock{{Type: llm.BlockReasoning, Text: "let me think"}, llm.Text("**an** answer with `code`")}},
 			Usage:   &llm.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 50}})
 		r.add(session.TypeStepStart, session.StepBoundary{Turn: 1, Step: 2})
 		r.stream(1, 2, 0, llm.BlockText, "more")

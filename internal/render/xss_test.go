@@ -141,7 +141,7 @@ func hostileLog(t *testing.T, p string) []session.Event {
 	chunk(llm.Chunk{Type: llm.ChunkBlockEnd, Index: 1, Block: &llm.ContentBlock{Type: llm.BlockText, Text: p + "\n\n" + p}})
 	add(session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 1, Message: llm.Message{
 		ID: "m1", Role: llm.RoleAssistant, Source: model,
-		Content: []llm.ContentBlock{llm.Reasoning(p), llm.Text(p), llm.ToolCall(p, "bash", string(args)), llm.ToolCall("c2", p, string(args)), llm.ToolCall("c3", "write", string(args))},
+		Content: []llm.ContentBlock{{Type: llm.BlockReasoning, Text: p}, llm.Text(p), llm.ToolCall(p, "bash", string(args)), llm.ToolCall("c2", p, string(args)), llm.ToolCall("c3", "write", string(args))},
 	}})
 	for _, c := range []struct{ id, name string }{{p, "bash"}, {"c2", p}, {"c3", "write"}} {
 		add(session.TypeToolCall, session.ToolCall{Turn: 1, Step: 1, CallID: c.id, Name: c.name, Arguments: string(args)})

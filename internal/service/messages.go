@@ -136,43 +136,33 @@ func (s *Service) Cancel(ctx context.Context, a *auth.Actor, id string, keepInbo
 
 // EditQueueItem replaces the text of a queued message.
 func (s *Service) EditQueueItem(ctx context.Context, a *auth.Actor, id, item, content string) error {
-	if item == "" {
-		return Errorf(CodeBadRequest, "item is required")
-	}
 	c, err := checkContent(content, false)
-	if err != nil {
+	if err != nil && item != "" { // a missing item is reported first, by queueItem
 		return err
 	}
-	ag, release, err := s.writable(ctx, a, id)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := ag.EditPending(ctx, item, []llm.ContentBlock{llm.Text(c)}); err != nil {
-		return s.fail(ctx, "edit queue item", err)
-	}
-	return nil
+	return s.queueItem(ctx, a, id, item, "edit queue item", func(ag *driver.Agent) error {
+		return ag.EditPending(ctx, item, []llm.ContentBlock{llm.Text(c)})
+	})
 }
 
 // RemoveQueueItem removes a queued message.
 func (s *Service) RemoveQueueItem(ctx context.Context, a *auth.Actor, id, item string) error {
-	if item == "" {
-		return Errorf(CodeBadRequest, "item is required")
-	}
-	ag, release, err := s.writable(ctx, a, id)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := ag.RemovePending(ctx, item); err != nil {
-		return s.fail(ctx, "remove queue item", err)
-	}
-	return nil
+	return s.queueItem(ctx, a, id, item, "remove queue item", func(ag *driver.Agent) error {
+		return ag.RemovePending(ctx, item)
+	})
 }
 
 // SteerQueueItem moves a queued followup into the running turn ("steer
 // now").
 func (s *Service) SteerQueueItem(ctx context.Context, a *auth.Actor, id, item string) error {
+	return s.queueItem(ctx, a, id, item, "steer queue item", func(ag *driver.Agent) error {
+		return ag.SteerPending(ctx, item)
+	})
+}
+
+// queueItem runs op, an action on the queued message item, on the
+// writable agent of session id.
+func (s *Service) queueItem(ctx context.Context, a *auth.Actor, id, item, what string, op func(*driver.Agent) error) error {
 	if item == "" {
 		return Errorf(CodeBadRequest, "item is required")
 	}
@@ -181,8 +171,8 @@ func (s *Service) SteerQueueItem(ctx context.Context, a *auth.Actor, id, item st
 		return err
 	}
 	defer release()
-	if err := ag.SteerPending(ctx, item); err != nil {
-		return s.fail(ctx, "steer queue item", err)
+	if err := op(ag); err != nil {
+		return s.fail(ctx, what, err)
 	}
 	return nil
 }

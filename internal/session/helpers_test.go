@@ -144,7 +144,7 @@ func (s *script) toolTurn(n int) {
 	s.startStep()
 	s.user(id("u"), "please list")
 	s.append(TypeRequestContext, RequestContext{Provider: "deepseek", Model: "deepseek-v4-flash"})
-	s.assistant(id("a1"), llm.Reasoning("think"), llm.ToolCall(id("c"), "bash", `{"command":"ls"}`))
+	s.assistant(id("a1"), llm.ContentBlock{Type: llm.BlockReasoning, Text: "think"}, llm.ToolCall(id("c"), "bash", `{"command":"ls"}`))
 	s.call(id("c"))
 	s.result(id("c"), "file.txt")
 	s.endStep()

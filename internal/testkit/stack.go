@@ -57,7 +57,7 @@ type StackOptions struct {
 
 	// Tools fills the tool registry; nil registers the built-in tools.
 	Tools func(*tools.Registry)
-	// Plain runs tools through workspace.Plain (any directory is a
+	// Plain runs tools through plainConfiner (any directory is a
 	// workspace, as in driver tests) instead of the workspace manager's
 	// rules. The manager is built either way: the service needs it.
 	Plain bool
@@ -307,7 +307,7 @@ func (s *Stack) start() {
 		mopts.Children = driverstore.Store{S: s.Store}
 	}
 	if s.opts.Plain {
-		mopts.Confiner = workspace.Plain{Sandbox: s.Sandbox}
+		mopts.Confiner = plainConfiner{sandbox: s.Sandbox}
 	}
 	if s.opts.Compaction != nil {
 		mopts.OnLoad = compact.OnLoad

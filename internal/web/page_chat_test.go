@@ -171,6 +171,7 @@ func TestSharingPagesAndViewer(t *testing.T) {
 	res, _ := admin.form("/sessions/"+id+"/links", nil)
 	wantStatus(t, "create link", res, http.StatusSeeOther)
 	res, body := admin.get(res.Header.Get("Location"))
+	wantStatus(t, "links page", res, http.StatusOK)
 	m := regexp.MustCompile(`value="https?://[^"]+(/s/[A-Za-z0-9_-]+)"`).FindStringSubmatch(body)
 	if m == nil {
 		t.Fatal("no link shown")

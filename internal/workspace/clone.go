@@ -279,9 +279,3 @@ func (m *Manager) Empty(dir string) error {
 	}
 	return errors.Join(errs...)
 }
-
-// IsUserError reports whether err is the user's to fix (a bad or refused
-// request), as opposed to a server fault.
-func IsUserError(err error) bool {
-	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrInUse)
-}

@@ -304,17 +304,3 @@ func within(root, p string) bool {
 	rel, err := filepath.Rel(root, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
-
-// Plain confines every session to its workspace with the sandbox's
-// configured user, no scratch directory and the network off: for tests and
-// tools outside the server.
-type Plain struct{ Sandbox *sandbox.Sandbox }
-
-// Command builds the confined command.
-func (p Plain) Command(_ context.Context, _, workspace string, proc tools.Process) (*exec.Cmd, error) {
-	return p.Sandbox.Command(sandbox.Process{
-		Path: proc.Path, Args: proc.Args, Env: proc.Env, Dir: proc.Dir,
-		Workspace: workspace, WorkspaceReadOnly: proc.ReadOnlyWorkspace,
-		ReadOnly: proc.ReadOnly,
-	})
-}

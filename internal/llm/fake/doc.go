@@ -23,9 +23,6 @@
 //	  {"text": "never finished", "fault": {"kind": "cut", "after": 1}}
 //	]}
 //
-// LoadCorpus turns a recorded DeepSeek Harness session log into Replies that
-// stream exactly the deltas the real service sent, with their pacing.
-//
 // # The offline demo model
 //
 // NewDemo (and StartDemo, which also returns an llm.Provider named "demo")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Recorded is one chat request the server received.
@@ -168,12 +169,14 @@ func (s *Server) Requests() []Recorded {
 	return append([]Recorded(nil), s.records...)
 }
 
-// WaitRequests waits until at least n chat requests arrived (for at most the
-// server's wait timeout, 10 s unless set with WithWaitTimeout) and returns
-// them all; on timeout it returns what it has, so the caller's assertion
+// waitTimeout bounds WaitRequests.
+const waitTimeout = 10 * time.Second
+
+// WaitRequests waits until at least n chat requests arrived (for at most
+// waitTimeout) and returns them all; on timeout it returns what it has, so the caller's assertion
 // fails instead of hanging.
 func (s *Server) WaitRequests(n int) []Recorded {
-	ctx, cancel := context.WithTimeout(context.Background(), s.waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	recs, _ := s.WaitRequestsContext(ctx, n)
 	return recs

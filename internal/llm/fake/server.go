@@ -29,12 +29,11 @@ type Server struct {
 	count   int
 	changed chan struct{} // closed and replaced on every new record
 
-	models      []string
-	timeScale   float64
-	chunkDelay  time.Duration
-	waitTimeout time.Duration
-	log         *slog.Logger
-	onListen    func(net.Addr)
+	models     []string
+	timeScale  float64
+	chunkDelay time.Duration
+	log        *slog.Logger
+	onListen   func(net.Addr)
 
 	done      chan struct{} // closed by Close: ends stalls
 	closeOnce sync.Once
@@ -66,11 +65,6 @@ func OnListen(fn func(net.Addr)) Option {
 	return func(s *Server) { s.onListen = fn }
 }
 
-// WithWaitTimeout bounds WaitRequests (default 10 s).
-func WithWaitTimeout(d time.Duration) Option {
-	return func(s *Server) { s.waitTimeout = d }
-}
-
 // WithoutRecords keeps no record of the requests (Requests stays empty):
 // the in-process demo model serves a whole server's life, and each request
 // holds a session's history (and its images' bytes).
@@ -90,14 +84,13 @@ func WithLogger(l *slog.Logger) Option {
 // NewServer returns a server answering with script.
 func NewServer(script Script, opts ...Option) *Server {
 	s := &Server{
-		script:      script,
-		changed:     make(chan struct{}),
-		models:      []string{"fake-model"},
-		timeScale:   1,
-		chunkDelay:  4 * time.Millisecond,
-		waitTimeout: 10 * time.Second,
-		log:         slog.New(slog.DiscardHandler),
-		done:        make(chan struct{}),
+		script:     script,
+		changed:    make(chan struct{}),
+		models:     []string{"fake-model"},
+		timeScale:  1,
+		chunkDelay: 4 * time.Millisecond,
+		log:        slog.New(slog.DiscardHandler),
+		done:       make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(s)

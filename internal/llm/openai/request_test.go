@@ -31,13 +31,13 @@ func TestRequestSerialization(t *testing.T) {
 		Messages: []llm.Message{
 			llm.UserText("hello", userSrc()),
 			{ID: "a1", Role: llm.RoleAssistant, Source: modelSrc(), Content: []llm.ContentBlock{
-				llm.Reasoning("I should list files."),
+				{Type: llm.BlockReasoning, Text: "I should list files."},
 				llm.ToolCall("c1", "bash", `{"command":"ls"}`),
 				llm.ToolCall("c2", "noargs", ""),
 			}},
 			llm.ToolResultMessage("r1", "c1", []llm.ContentBlock{llm.Text("a.txt\n")}, false),
 			llm.ToolResultMessage("r2", "c2", nil, true),
-			{ID: "a2", Role: llm.RoleAssistant, Source: modelSrc(), Content: []llm.ContentBlock{llm.Reasoning("Only thinking.")}},
+			{ID: "a2", Role: llm.RoleAssistant, Source: modelSrc(), Content: []llm.ContentBlock{{Type: llm.BlockReasoning, Text: "Only thinking."}}},
 			{ID: "u2", Role: llm.RoleUser, Source: userSrc(), Content: []llm.ContentBlock{
 				llm.Text("see "), llm.Text("results"),
 				{Type: llm.BlockToolResult, ToolCallID: "c3", Content: []llm.ContentBlock{llm.Text("three")}},
@@ -203,7 +203,7 @@ func TestOpenAIRouteSerialization(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := llm.Request{CallConfig: llm.CallConfig{MaxTokens: 1000}, Messages: []llm.Message{
-		{ID: "a", Role: llm.RoleAssistant, Source: modelSrc(), Content: []llm.ContentBlock{llm.Reasoning("private"), llm.Text("hi")}},
+		{ID: "a", Role: llm.RoleAssistant, Source: modelSrc(), Content: []llm.ContentBlock{{Type: llm.BlockReasoning, Text: "private"}, llm.Text("hi")}},
 		llm.UserText("go", userSrc()),
 	}}
 	if r := stream(t, p, req); r.err != nil {

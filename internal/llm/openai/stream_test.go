@@ -44,7 +44,7 @@ func TestStreamReasoningThenText(t *testing.T) {
 		t.Fatalf("reasoning block index = %d", r.chunks[0].Index)
 	}
 	msg := r.assembled().Message("m", llm.Source{Kind: llm.SourceModel})
-	wantContent := []llm.ContentBlock{llm.Reasoning("Let me think about it."), llm.Text("The answer is 42.")}
+	wantContent := []llm.ContentBlock{{Type: llm.BlockReasoning, Text: "Let me think about it."}, llm.Text("The answer is 42.")}
 	if !reflect.DeepEqual(msg.Content, wantContent) {
 		t.Fatalf("content = %#v", msg.Content)
 	}

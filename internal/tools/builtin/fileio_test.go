@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"harness/internal/files"
 	"harness/internal/tools"
 )
 
@@ -158,7 +159,7 @@ func TestIOAfterSwapStaysInside(t *testing.T) {
 	if err != nil || len(seen) != 0 {
 		t.Errorf("walk after the swap saw %v (%v)", seen, err)
 	}
-	if err := walkFiles(ctx, root, existing, func(string, fs.FileInfo) error { return nil }); err == nil || !isEscape(err) {
+	if err := walkFiles(ctx, root, existing, func(string, fs.FileInfo) error { return nil }); err == nil || !files.IsEscape(err) {
 		t.Errorf("walk of a swapped start: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -12,15 +11,12 @@ import (
 	"strings"
 	"syscall"
 
+	"harness/internal/files"
 	"harness/internal/tools"
 )
 
-const (
-	// maxFileBytes bounds what the file tools load into memory.
-	maxFileBytes = 64 << 20
-	// binarySniff is how much of a file is checked for NUL bytes.
-	binarySniff = 8000
-)
+// maxFileBytes bounds what the file tools load into memory.
+const maxFileBytes = 64 << 20
 
 // CodeFsNotRegular: the path is a named pipe, socket or device, which the
 // file tools neither read nor write (opening one could block or have side
@@ -137,7 +133,7 @@ func fileKind(m fs.FileMode) string {
 // fsError turns an os.Root error on p into the error the model sees.
 func fsError(p wsPath, err error) error {
 	switch {
-	case isEscape(err):
+	case files.IsEscape(err):
 		return tools.Errorf(NameWorkspace, CodePathOutsideWorkspace,
 			"path %q leads outside the workspace (through a symlink or a directory that changed since it was checked); file tools only work inside the session workspace", p.Rel)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
@@ -151,14 +147,6 @@ func fsError(p wsPath, err error) error {
 		return fmt.Errorf("%s: too many levels of symbolic links", p.Rel)
 	}
 	return fmt.Errorf("%s: %w", p.Rel, err)
-}
-
-// isEscape reports an os.Root refusal of a name that leads out of the
-// root (a symlink or ".."). The os package has no exported sentinel for
-// it, so the error text is matched.
-func isEscape(err error) bool {
-	var pe *fs.PathError
-	return errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent"
 }
 
 // writeFile replaces p's content in place, through the workspace root.
@@ -235,7 +223,7 @@ func mkdirParents(root *os.Root, p wsPath, own owner) error {
 				}
 			}
 		case errors.Is(err, fs.ErrExist):
-		case isEscape(err):
+		case files.IsEscape(err):
 			return fsError(p, err)
 		default:
 			return fmt.Errorf("create parent directories of %s: %w", p.Rel, err)
@@ -268,12 +256,6 @@ func workspaceOwner(root *os.Root) owner {
 		return owner{}
 	}
 	return owner{uid: int(st.Uid), gid: int(st.Gid), set: true}
-}
-
-// isBinary reports whether content looks binary (a NUL byte near the start,
-// as git decides).
-func isBinary(content []byte) bool {
-	return bytes.IndexByte(content[:min(len(content), binarySniff)], 0) >= 0
 }
 
 // observe records what the agent now knows of the file: its content and

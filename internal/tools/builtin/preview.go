@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"harness/internal/files"
 	"harness/internal/session"
 	"harness/internal/tools"
 	"harness/internal/tools/builtin/textdiff"
@@ -97,7 +98,7 @@ func previewBash(_ context.Context, call *tools.Call) *session.ApprovalPreview {
 // content is not diffed), bounded to maxPreviewDiff.
 func diffPreview(rel string, created bool, old, new []byte) *session.ApprovalPreview {
 	pv := &session.ApprovalPreview{Kind: session.PreviewDiff, Path: rel, Created: created}
-	if isBinary(old) || isBinary(new) {
+	if files.IsBinary(old) || files.IsBinary(new) {
 		pv.Diff = "Binary files differ\n"
 		return pv
 	}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 
+	"harness/internal/files"
 	"harness/internal/tools"
 	"harness/internal/tools/builtin/globpat"
 )
@@ -173,7 +174,7 @@ func grepGo(ctx context.Context, wsReal string, root wsPath, re *regexp.Regexp, 
 			return nil
 		}
 		content, err := readRegular(ws, rel, maxFileBytes)
-		if err != nil || isBinary(content) {
+		if err != nil || files.IsBinary(content) {
 			return nil
 		}
 		line := 0

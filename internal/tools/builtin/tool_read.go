@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"harness/internal/files"
 	"harness/internal/tools"
 )
 
@@ -67,7 +68,7 @@ func executeRead(ctx context.Context, call *tools.Call) (tools.Result, error) {
 	if err != nil {
 		return tools.Result{}, err
 	}
-	if isBinary(snap.content) {
+	if files.IsBinary(snap.content) {
 		return tools.Result{}, tools.Errorf(NameFs, CodeFsBinary, "%q is a binary file (%d bytes) and cannot be read as text; use bash (file, xxd | head) to inspect it", p.Rel, len(snap.content))
 	}
 	observe(call.State(), p, snap.content, snap.info)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"harness/internal/files"
 	"harness/internal/tools"
 	"harness/internal/tools/builtin/textdiff"
 )
@@ -101,7 +102,7 @@ func executeWrite(ctx context.Context, call *tools.Call) (tools.Result, error) {
 // changeMeta diffs old → new for the UI; binary content is not diffed.
 func changeMeta(p wsPath, created bool, old, new []byte) FileChangeMeta {
 	m := FileChangeMeta{Path: p.Rel, Created: created}
-	if isBinary(old) || isBinary(new) {
+	if files.IsBinary(old) || files.IsBinary(new) {
 		m.Diff = "Binary files differ\n"
 		return m
 	}

@@ -66,15 +66,6 @@ func (p *Pattern) Match(name string) bool {
 	return false
 }
 
-// Match compiles pattern and matches name; a bad pattern matches nothing.
-func Match(pattern, name string) bool {
-	p, err := Compile(pattern)
-	if err != nil {
-		return false
-	}
-	return p.Match(name)
-}
-
 func splitSegments(s string) []string {
 	s = strings.TrimPrefix(s, "./")
 	parts := strings.Split(s, "/")

@@ -38,7 +38,11 @@ func TestMatch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.pattern+"~"+tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := Match(tc.pattern, tc.name); got != tc.want {
+			p, err := Compile(tc.pattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Match(tc.name); got != tc.want {
 				t.Fatalf("Match(%q, %q) = %v, want %v", tc.pattern, tc.name, got, tc.want)
 			}
 		})
