@@ -242,16 +242,6 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// eventFrame encodes a session/event push; the event keeps its stored
-// bytes (session.MarshalEvent), so it is not re-encoded per subscriber.
-func eventFrame(sessionID string, ev session.Event) ([]byte, error) {
-	raw, err := session.AppendEvent(nil, ev) // ev comes from the log
-	if err != nil {
-		return nil, err
-	}
-	return eventFrameRaw(sessionID, raw), nil
-}
-
 // eventFrameRaw wraps an encoded event in a session/event push.
 func eventFrameRaw(sessionID string, raw []byte) []byte {
 	b := make([]byte, 0, len(raw)+len(sessionID)+48)

@@ -164,15 +164,6 @@ func (q *sendQueue) appendLocked(it item) {
 	}
 }
 
-// pop waits for the next item.
-func (q *sendQueue) pop(ctx context.Context) (item, error) {
-	out, err := q.popRun(ctx, nil, 1, 0)
-	if err != nil {
-		return item{}, err
-	}
-	return out[0], nil
-}
-
 // popRun waits for the next item and returns it with the items right
 // behind it that join it (join(first, next) true), at most maxItems and
 // about maxBytes in all.

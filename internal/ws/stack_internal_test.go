@@ -60,3 +60,12 @@ func frames(c *conn) [][]byte {
 	}
 	return out
 }
+
+// pop waits for the next item.
+func (q *sendQueue) pop(ctx context.Context) (item, error) {
+	out, err := q.popRun(ctx, nil, 1, 0)
+	if err != nil {
+		return item{}, err
+	}
+	return out[0], nil
+}
