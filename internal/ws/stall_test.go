@@ -15,11 +15,13 @@ import (
 // StallTimeout while its queue grew; its connection is freed, and a
 // reading subscriber of the same session gets every event. The write
 // timeout and the keepalive, shorter here, would drop it first without a
-// code; while its queue grows they leave it to the stall rule.
+// code; while its queue grows they leave it to the stall rule. (They are
+// long enough that a loaded machine pausing the stream does not make the
+// session look quiet: TestStallWatch covers that rule.)
 func TestStalledSubscriberIsCut(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{demoDelay: time.Millisecond, ws: ws.Options{
-		StallTimeout: 300 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PingInterval: 200 * time.Millisecond, SocketBuffer: 16 << 10,
+		StallTimeout: 2 * time.Second, WriteTimeout: time.Second, PingInterval: time.Second, SocketBuffer: 16 << 10,
 	}})
 	id := e.session(client.NewSession{Provider: "demo"})
 	tok, err := e.app.Auth.CreateToken(t.Context(), "alice", "stalled")
@@ -36,7 +38,7 @@ func TestStalledSubscriberIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	followed := make(chan []client.Event, 1)
 	go func() {
@@ -55,12 +57,12 @@ func TestStalledSubscriberIsCut(t *testing.T) {
 		}
 		followed <- got
 	}()
-	if _, err := e.alice.SendMessage(t.Context(), id, "long: 4000", "followup"); err != nil {
+	if _, err := e.alice.SendMessage(t.Context(), id, "long: 8000", "followup"); err != nil {
 		t.Fatal(err)
 	}
 
 	poll.Eventually(t, "the stalled subscriber to be cut", func() bool { return e.app.Hub.Stats().SlowClosed != 0 },
-		poll.Within(30*time.Second))
+		poll.Within(90*time.Second))
 	for range sub.C { // read now: the close frame follows what was on the wire
 	}
 	<-stalled.Done()
