@@ -184,8 +184,16 @@ func TestPassWritesASubscribersFramesTogether(t *testing.T) {
 			t.Fatalf("frame %d: %s, want %s", i, got, want)
 		}
 	}
-	after := s.hub.Stats()
-	if frames, writes := after.FramesOut-before.FramesOut, after.WritesOut-before.WritesOut; frames != n || writes != 1 {
-		t.Fatalf("%d frames in %d writes, want %d in 1", frames, writes, n)
+	// The counters move once the write returned, which may be after the
+	// frames were read here.
+	var after Stats
+	poll.Eventually(t, "the write counted", func() bool {
+		after = s.hub.Stats()
+		return after.FramesOut-before.FramesOut >= n
+	})
+	// Together: one write, or two when a loaded machine let the writer
+	// take the first frame before the rest arrived; never one per frame.
+	if frames, writes := after.FramesOut-before.FramesOut, after.WritesOut-before.WritesOut; frames != n || writes > 2 {
+		t.Fatalf("%d frames in %d writes, want %d in 1 (2 at most)", frames, writes, n)
 	}
 }
