@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
 
 	"harness/internal/auth"
 	"harness/internal/service"
@@ -35,7 +36,7 @@ type conn struct {
 	// checkMu serialises recheck (keepalive and access notices).
 	checkMu sync.Mutex
 	// limit is the request rate limit (reader goroutine only).
-	limit bucket
+	limit *rate.Limiter
 
 	mu        sync.Mutex
 	subs      map[string]*subscription
@@ -50,7 +51,7 @@ func (h *Hub) newConn(sock *websocket.Conn, w *wire, a *auth.Actor) *conn {
 	c := &conn{
 		h: h, sock: sock, wire: w, actor: a,
 		ctx: ctx, cancel: cancel, subs: map[string]*subscription{},
-		limit: newBucket(h.opts.CommandRate, h.opts.CommandBurst),
+		limit: rate.NewLimiter(rate.Limit(h.opts.CommandRate), h.opts.CommandBurst),
 		stall: newStallWatch(h.opts.StallTimeout, time.Now()),
 	}
 	var direct func([]item) (int, bool)
@@ -107,7 +108,7 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		if !c.limit.take(time.Now()) {
+		if !c.limit.Allow() {
 			c.refuse(data)
 			continue
 		}
@@ -269,29 +270,6 @@ func (c *conn) refuse(data []byte) {
 	req, _ := decodeRequest(data)
 	c.sendErr(req.ID, service.Errorf(service.CodeRateLimited,
 		"too many requests: at most %g per second on average, %d at once", c.h.opts.CommandRate, c.h.opts.CommandBurst))
-}
-
-// bucket is a token bucket: rate tokens a second, holding at most burst.
-type bucket struct {
-	rate, burst, tokens float64
-	last                time.Time
-}
-
-func newBucket(rate float64, burst int) bucket {
-	return bucket{rate: rate, burst: float64(burst), tokens: float64(burst)}
-}
-
-// take spends a token if there is one.
-func (b *bucket) take(now time.Time) bool {
-	if !b.last.IsZero() {
-		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	}
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }
 
 // sendErr answers a request with an error, or pushes an error frame when
