@@ -185,8 +185,8 @@ func TestReplicaStaleEpochRefused(t *testing.T) {
 		return !ok
 	}, poll.Within(10*time.Second))
 	// A counted the lease it lost once: fenced when its append met the
-	// new epoch first (and then the refusal too), taken when its
-	// heartbeat's renewal (every 500 ms) found B's lease first.
+	// new epoch first (and then the refusal too), taken or unrenewed when
+	// its heartbeat's renewal (every 500 ms) found out first.
 	fenced := metricOf(t, a, `harness_lease_losses_total{reason="fenced"}`)
 	taken := metricOf(t, a, `harness_lease_losses_total{reason="taken"}`)
 	unrenewed := metricOf(t, a, `harness_lease_losses_total{reason="unrenewed"}`)
