@@ -391,7 +391,15 @@ func brackets(t *testing.T, evs []client.Event) []*bracket {
 func runTurn(t *testing.T, c *client.Client, id, text string) {
 	t.Helper()
 	n := countTurnEnds(events(t, c, id), "completed")
-	if _, err := c.SendMessage(context.Background(), id, text, "followup"); err != nil {
+	// A session moving between replicas (a restart taking its lease back)
+	// answers unavailable: send again under the same key, as clients do.
+	key := client.NewKey()
+	var err error
+	poll.Eventually(t, "the send of "+text, func() bool {
+		_, err = c.SendMessageKey(context.Background(), id, text, "followup", key)
+		return client.CodeOf(err) != "unavailable"
+	}, poll.Within(30*time.Second))
+	if err != nil {
 		t.Fatal(err)
 	}
 	poll.Eventually(t, "the turn after "+text, func() bool {
